@@ -1,0 +1,1 @@
+export * as Anthropic from "./Anthropic.js"
