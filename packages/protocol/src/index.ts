@@ -1,1 +1,2 @@
 export * as Anthropic from "./Anthropic.js"
+export * as Canonical from "./Canonical.js"
