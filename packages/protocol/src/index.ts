@@ -1,2 +1,8 @@
 export * as Anthropic from "./Anthropic.js"
 export * as Canonical from "./Canonical.js"
+export * as CliMessage from "./CliMessage.js"
+export * as Control from "./Control.js"
+export * as HostMessage from "./HostMessage.js"
+export * as Lenient from "./Lenient.js"
+export * as Ndjson from "./Ndjson.js"
+export * as StreamJson from "./StreamJson.js"

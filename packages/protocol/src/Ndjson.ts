@@ -1,0 +1,83 @@
+/**
+ * NDJSON framing for the stream-json bus.
+ *
+ * The platform's `Ndjson.unpack` decodes each chunk as text on its own, which
+ * corrupts a UTF-8 character split across two chunks; this framer works on
+ * bytes and is safe for any chunking.
+ */
+import * as Chunk from "effect/Chunk"
+import { dual } from "effect/Function"
+import * as Predicate from "effect/Predicate"
+import * as Stream from "effect/Stream"
+import { LineFramer } from "./internal/lineFramer.js"
+
+/** One non-blank line of input, without its `\n` or `\r\n`. `line` counts from 1, blank lines included. */
+export interface Line {
+  readonly _tag: "Line"
+  readonly line: number
+  readonly text: string
+}
+
+/** A line longer than the limit: reported, not buffered. */
+export interface Oversized {
+  readonly _tag: "Oversized"
+  readonly line: number
+  readonly bytes: number
+  readonly limit: number
+}
+
+export type Frame = Line | Oversized
+
+export interface FrameOptions {
+  /** Longest line kept, in bytes. Default 64 MiB. */
+  readonly maxLineBytes?: number | undefined
+}
+
+export const defaultMaxLineBytes = 64 * 1024 * 1024
+
+/**
+ * Frame a byte stream into lines. A final line without a newline is emitted at
+ * end of input; blank lines are skipped but counted.
+ */
+export const frames: {
+  (options?: FrameOptions): <E, R>(self: Stream.Stream<Uint8Array, E, R>) => Stream.Stream<Frame, E, R>
+  <E, R>(self: Stream.Stream<Uint8Array, E, R>, options?: FrameOptions): Stream.Stream<Frame, E, R>
+} = dual(
+  (args) => Predicate.hasProperty(args[0], Stream.StreamTypeId),
+  <E, R>(self: Stream.Stream<Uint8Array, E, R>, options?: FrameOptions): Stream.Stream<Frame, E, R> =>
+    Stream.suspend(() => {
+      const framer = new LineFramer(options?.maxLineBytes ?? defaultMaxLineBytes)
+      return self.pipe(
+        Stream.mapChunks((chunks) => {
+          const out: Array<Frame> = []
+          for (const chunk of chunks) framer.push(chunk, out)
+          return Chunk.unsafeFromArray(out)
+        }),
+        Stream.concat(Stream.suspend(() => {
+          const out: Array<Frame> = []
+          framer.end(out)
+          return Stream.fromIterable(out)
+        }))
+      )
+    })
+)
+
+/**
+ * Frame a whole buffer at once, for files already in memory and for tests.
+ */
+export const framesOf = (bytes: Uint8Array, options?: FrameOptions): ReadonlyArray<Frame> => {
+  const framer = new LineFramer(options?.maxLineBytes ?? defaultMaxLineBytes)
+  const out: Array<Frame> = []
+  framer.push(bytes, out)
+  framer.end(out)
+  return out
+}
+
+const encoder = new TextEncoder()
+
+/** One JSON value per line. `JSON.stringify` escapes raw newlines, so a value never spans lines. */
+export const encodeLine = (value: unknown): string => JSON.stringify(value) + "\n"
+
+/** Encode a stream of JSON values as NDJSON bytes. */
+export const pack = <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<Uint8Array, E, R> =>
+  Stream.map(self, (value) => encoder.encode(encodeLine(value)))

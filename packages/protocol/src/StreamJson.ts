@@ -1,0 +1,26 @@
+/**
+ * The stream-json bus as streams: stdout bytes to decoded messages and
+ * diagnostics, host messages to stdin bytes.
+ */
+import type * as Stream from "effect/Stream"
+import * as CliMessage from "./CliMessage.js"
+import * as HostMessage from "./HostMessage.js"
+import * as Lenient from "./Lenient.js"
+import * as Ndjson from "./Ndjson.js"
+
+/** Decode the CLI's stdout. Never fails on bad data; only if `self` fails. */
+export const decodeStdout = <E, R>(
+  self: Stream.Stream<Uint8Array, E, R>,
+  options?: Ndjson.FrameOptions
+): Stream.Stream<Lenient.Decoded<CliMessage.CliMessage>, E, R> => Lenient.decodeStream(self, CliMessage.decoder, options)
+
+/** Decode what a host wrote to stdin (captures, proxies, FakeCli). */
+export const decodeStdin = <E, R>(
+  self: Stream.Stream<Uint8Array, E, R>,
+  options?: Ndjson.FrameOptions
+): Stream.Stream<Lenient.Decoded<HostMessage.HostMessage>, E, R> => Lenient.decodeStream(self, HostMessage.decoder, options)
+
+/** Encode host messages for the CLI's stdin, one JSON object per line. */
+export const encodeStdin: <E, R>(
+  self: Stream.Stream<HostMessage.HostMessage, E, R>
+) => Stream.Stream<Uint8Array, E, R> = Ndjson.pack
