@@ -1,0 +1,105 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, FastCheck, Stream } from "effect"
+import { Ndjson } from "@skein/protocol"
+
+const encoder = new TextEncoder()
+
+const frameChunks = (chunks: ReadonlyArray<Uint8Array>, options?: Ndjson.FrameOptions) =>
+  Stream.fromIterable(chunks).pipe(Ndjson.frames(options), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+
+const splitAt = (bytes: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b)
+  const out: Array<Uint8Array> = []
+  let from = 0
+  for (const p of points) {
+    out.push(bytes.slice(from, p))
+    from = p
+  }
+  out.push(bytes.slice(from))
+  return out
+}
+
+describe("Ndjson.frames", () => {
+  it.effect("keeps a multi-byte character split across chunks intact", () =>
+    Effect.gen(function*() {
+      const bytes = encoder.encode(`{"text":"héllo 日本 🧶"}\n`)
+      // Cut inside every multi-byte sequence at once: one byte per chunk.
+      const chunks = Array.from(bytes, (b) => Uint8Array.of(b))
+      const frames = yield* frameChunks(chunks)
+      expect(frames).toEqual([{ _tag: "Line", line: 1, text: `{"text":"héllo 日本 🧶"}` }])
+    }))
+
+  it.effect("handles CRLF, blank lines and a last line without newline", () =>
+    Effect.gen(function*() {
+      const frames = yield* frameChunks([encoder.encode("a\r\n\r\n  \n\nb\nc")])
+      expect(frames).toEqual([
+        { _tag: "Line", line: 1, text: "a" },
+        { _tag: "Line", line: 5, text: "b" },
+        { _tag: "Line", line: 6, text: "c" }
+      ])
+    }))
+
+  it.effect("reports an oversized line and resyncs at the next newline", () =>
+    Effect.gen(function*() {
+      const huge = "x".repeat(100)
+      const bytes = encoder.encode(`ok\n${huge}\nafter\n${huge}`)
+      const frames = yield* frameChunks(splitAt(bytes, [5, 17, 50, 103, 160]), { maxLineBytes: 64 })
+      expect(frames).toEqual([
+        { _tag: "Line", line: 1, text: "ok" },
+        { _tag: "Oversized", line: 2, bytes: 100, limit: 64 },
+        { _tag: "Line", line: 3, text: "after" },
+        { _tag: "Oversized", line: 4, bytes: 100, limit: 64 }
+      ])
+    }))
+
+  it.effect("does not let the caller's buffer reuse corrupt a pending line", () =>
+    Effect.gen(function*() {
+      const buffer = encoder.encode(`{"a":1`)
+      // The second chunk is produced only after the framer took the first.
+      const input = Stream.make(buffer).pipe(
+        Stream.concat(Stream.suspend(() => {
+          buffer.fill(0x20)
+          return Stream.make(encoder.encode("}\n"))
+        }))
+      )
+      const frames = yield* input.pipe(
+        Ndjson.frames(),
+        Stream.runCollect
+      )
+      expect(Chunk.toReadonlyArray(frames)).toEqual([{ _tag: "Line", line: 1, text: `{"a":1}` }])
+    }))
+
+  it("frames the same lines under any chunking", () => {
+    const line = FastCheck.oneof(
+      FastCheck.string({ unit: "grapheme", maxLength: 40 }),
+      FastCheck.json({ maxDepth: 2 }),
+      FastCheck.constantFrom("", "\r", "  ", "🧶🧶", "日本語")
+    )
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.array(line, { maxLength: 20 }),
+        FastCheck.constantFrom("\n", "\r\n"),
+        FastCheck.boolean(),
+        FastCheck.array(FastCheck.nat(), { maxLength: 30 }),
+        (lines, eol, trailing, cuts) => {
+          const text = lines.map((l) => l.replace(/[\r\n]/g, " ")).join(eol) + (trailing ? eol : "")
+          const bytes = encoder.encode(text)
+          const whole = Ndjson.framesOf(bytes)
+          const chunked = Effect.runSync(frameChunks(splitAt(bytes, cuts)))
+          expect(chunked).toEqual(whole)
+          expect(whole.map((f) => f._tag === "Line" ? f.text : "")).toEqual(
+            lines.map((l) => l.replace(/[\r\n]/g, " ")).filter((l) => l.trim().length > 0 && l.replace(/\uFEFF/g, "").trim().length > 0)
+          )
+        }
+      ),
+      { numRuns: 500 }
+    )
+  })
+
+  it.effect("pack writes one JSON value per line", () =>
+    Effect.gen(function*() {
+      const bytes = yield* Stream.make({ a: "x\ny" }, [1, 2]).pipe(Ndjson.pack, Stream.runCollect)
+      const text = Chunk.toReadonlyArray(bytes).map((b) => new TextDecoder().decode(b)).join("")
+      expect(text).toBe(`{"a":"x\\ny"}\n[1,2]\n`)
+    }))
+})
