@@ -298,9 +298,15 @@ export const Message = Schema.Struct({
 /** @since 0.0.0 */
 export interface Message extends Schema.Schema.Type<typeof Message> {}
 
-/** @since 0.0.0 */
+/**
+ * A message of the request history. Besides `user` and `assistant`, Claude
+ * Code 2.1.x sends `system` messages (per-turn context such as the
+ * environment block) inside `messages`.
+ *
+ * @since 0.0.0
+ */
 export const MessageParam = Schema.Struct({
-  role: Schema.Literal("user", "assistant"),
+  role: Schema.Literal("user", "assistant", "system"),
   content: Schema.Union(Schema.String, Schema.Array(ContentBlock))
 })
 /** @since 0.0.0 */

@@ -1,0 +1,1 @@
+export * as FakeModel from "./FakeModel.js"
