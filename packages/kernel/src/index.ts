@@ -1,0 +1,3 @@
+/**
+ * @skein/kernel: the actor machinery under every session, task and worker.
+ */
