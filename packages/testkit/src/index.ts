@@ -1,1 +1,2 @@
 export * as FakeModel from "./FakeModel.js"
+export * as FakeCli from "./FakeCli.js"

@@ -1,0 +1,355 @@
+/**
+ * FakeCli: a scripted stand-in for the Claude Code CLI, run as a real child
+ * process, for the faults the real CLI will not produce on demand (malformed
+ * lines, crashes mid-turn, ignored SIGTERM, cancelled requests).
+ *
+ * The test side builds a {@link Script} with the constructors below and
+ * spawns {@link command}; the child (`bin/fake-cli.ts`) decodes the script
+ * from `SKEIN_FAKE_CLI_SCRIPT` and plays it step by step. It accepts and
+ * ignores every argument, so it can be spawned with the real CLI's flags.
+ *
+ * Whatever the script does, the child answers the host's `control_request`
+ * `initialize` and `interrupt` with a success `control_response`, as soon as
+ * it reads them, as the real CLI does.
+ *
+ * @since 0.0.0
+ */
+import { Schema } from "effect"
+import { createRequire } from "node:module"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Messages from "./internal/cliMessages.js"
+
+/** Env var holding the script: inline JSON, or the path of a JSON file. */
+export const ScriptEnv = "SKEIN_FAKE_CLI_SCRIPT"
+
+export const Signal = Schema.Literal(
+  "SIGTERM",
+  "SIGKILL",
+  "SIGINT",
+  "SIGHUP",
+  "SIGQUIT",
+  "SIGABRT",
+  "SIGSEGV",
+  "SIGPIPE",
+  "SIGUSR1",
+  "SIGUSR2"
+)
+export type Signal = typeof Signal.Type
+
+// ---------------------------------------------------------------------------
+// Steps
+// ---------------------------------------------------------------------------
+
+/** Write bytes to stdout exactly as given: no newline is added. */
+export class Raw extends Schema.TaggedClass<Raw>()("Raw", {
+  data: Schema.String,
+  encoding: Schema.Literal("utf8", "base64")
+}) {}
+
+/** Write one JSON message followed by a newline. */
+export class Emit extends Schema.TaggedClass<Emit>()("Emit", {
+  message: Schema.Unknown
+}) {}
+
+/**
+ * Write a line of exactly `bytes` bytes (newline not counted). With `json`,
+ * the line is a valid JSON object of an unknown type, padded to size.
+ */
+export class Huge extends Schema.TaggedClass<Huge>()("Huge", {
+  bytes: Schema.Int.pipe(Schema.nonNegative()),
+  json: Schema.Boolean
+}) {}
+
+/**
+ * Wait until a stdin message matches. `subtype` matches `request.subtype`
+ * for a `control_request`, `response.subtype` for a `control_response`, else
+ * the message's own `subtype`. `requestId` matches `request_id` at the top or
+ * inside `response`. Messages read earlier and not yet matched count too.
+ * `echo` writes the matched line back to stdout; `record` appends it to a file.
+ * If stdin ends first, the child exits 0, as the real CLI does.
+ */
+export class Await extends Schema.TaggedClass<Await>()("Await", {
+  type: Schema.String,
+  subtype: Schema.optional(Schema.String),
+  requestId: Schema.optional(Schema.String),
+  echo: Schema.optional(Schema.Boolean),
+  record: Schema.optional(Schema.String)
+}) {}
+
+/** Wait for stdin to end. */
+export class AwaitEnd extends Schema.TaggedClass<AwaitEnd>()("AwaitEnd", {}) {}
+
+export class Sleep extends Schema.TaggedClass<Sleep>()("Sleep", {
+  millis: Schema.Int.pipe(Schema.nonNegative())
+}) {}
+
+export class Exit extends Schema.TaggedClass<Exit>()("Exit", {
+  code: Schema.Int.pipe(Schema.between(0, 255))
+}) {}
+
+/** Send `signal` to itself, then go on with the script if it survives. */
+export class Kill extends Schema.TaggedClass<Kill>()("Kill", {
+  signal: Signal
+}) {}
+
+/** Never finish: the process stays up until it is killed. */
+export class Hang extends Schema.TaggedClass<Hang>()("Hang", {}) {}
+
+/**
+ * Install a handler that does nothing for `signal`. On each delivery the
+ * child writes `fake-cli: ignored <signal>` to stderr, so a test can tell the
+ * signal arrived.
+ */
+export class IgnoreSignal extends Schema.TaggedClass<IgnoreSignal>()("IgnoreSignal", {
+  signal: Signal
+}) {}
+
+export class Stderr extends Schema.TaggedClass<Stderr>()("Stderr", {
+  text: Schema.String
+}) {}
+
+export const Step = Schema.Union(Raw, Emit, Huge, Await, AwaitEnd, Sleep, Exit, Kill, Hang, IgnoreSignal, Stderr)
+export type Step = typeof Step.Type
+
+/** Steps run in order; when they run out the child exits 0. */
+export const Script = Schema.Array(Step)
+export type Script = typeof Script.Type
+
+export const ScriptFromJson = Schema.parseJson(Script)
+export const encodeScript = Schema.encodeSync(ScriptFromJson)
+export const decodeScript = Schema.decodeUnknown(ScriptFromJson)
+
+// ---------------------------------------------------------------------------
+// Step constructors
+// ---------------------------------------------------------------------------
+
+/** Text or bytes, written as is. */
+export const raw = (data: string | Uint8Array): Raw =>
+  typeof data === "string"
+    ? new Raw({ data, encoding: "utf8" })
+    : new Raw({ data: Buffer.from(data).toString("base64"), encoding: "base64" })
+
+/** `text` plus a newline, written as is (need not be JSON). */
+export const line = (text: string): Raw => raw(`${text}\n`)
+
+export const emit = (message: unknown): Emit => new Emit({ message })
+
+export const huge = (bytes: number, options?: { readonly json?: boolean }): Huge =>
+  new Huge({ bytes, json: options?.json ?? true })
+
+export const waitFor = (
+  type: string,
+  options?: {
+    readonly subtype?: string
+    readonly requestId?: string
+    readonly echo?: boolean
+    readonly record?: string
+  }
+): Await => new Await({ type, ...options })
+
+export const waitForEnd: AwaitEnd = new AwaitEnd()
+
+export const sleep = (millis: number): Sleep => new Sleep({ millis })
+
+export const exit = (code: number): Exit => new Exit({ code })
+
+export const kill = (signal: Signal): Kill => new Kill({ signal })
+
+export const hangForever: Hang = new Hang()
+
+export const ignoreSignal = (signal: Signal): IgnoreSignal => new IgnoreSignal({ signal })
+
+export const stderr = (text: string): Stderr => new Stderr({ text })
+
+// ---------------------------------------------------------------------------
+// Scenarios
+// ---------------------------------------------------------------------------
+
+export interface ScenarioOptions {
+  readonly sessionId?: string
+  readonly cwd?: string
+}
+
+const defaultSessionId = "5e55a1d0-0000-4000-8000-000000000001"
+
+const ids = (options?: ScenarioOptions) => Messages.makeIds(options?.sessionId ?? defaultSessionId)
+
+/** Start of a turn: wait for the host's user message, then system/init. */
+const turnStart = (id: Messages.Ids, options?: ScenarioOptions): Script => [
+  waitFor("user"),
+  emit(Messages.systemInit(id, options?.cwd ?? "/tmp/fake-cli"))
+]
+
+/**
+ * Garbage between good lines: invalid JSON, a line that is not an object, an
+ * unknown message type, invalid UTF-8, a blank line, and a final partial line
+ * with no newline. Then the process exits 0.
+ */
+export const malformedLines = (options?: ScenarioOptions): Script => {
+  const id = ids(options)
+  return [
+    emit(Messages.systemInit(id, options?.cwd ?? "/tmp/fake-cli")),
+    line("{\"type\":\"assistant\",\"message\":"),
+    line("not json at all"),
+    line("[1,2,3]"),
+    emit({ type: "fake_unknown_type", session_id: id.sessionId, uuid: id.uuid() }),
+    raw(Uint8Array.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d, 0x0a])),
+    line(""),
+    emit(Messages.assistantText(id, "still here")),
+    raw("{\"type\":\"result\",\"subtype\":\"succ")
+  ]
+}
+
+/**
+ * A turn that dies half-way: after the user message, system/init and a tool
+ * call, the process exits with `code` or kills itself with `signal`.
+ */
+export const crashMidTurn = (
+  how: { readonly code: number } | { readonly signal: Signal },
+  options?: ScenarioOptions
+): Script => {
+  const id = ids(options)
+  return [
+    ...turnStart(id, options),
+    emit(Messages.assistantToolUse(id, "toolu_fake_crash", "Bash", { command: "make", description: "Build" })),
+    stderr("fake-cli: crashing mid-turn\n"),
+    "code" in how ? exit(how.code) : kill(how.signal)
+  ]
+}
+
+/** system/init, then nothing ever again; SIGTERM still kills it. */
+export const hang = (options?: ScenarioOptions): Script => {
+  const id = ids(options)
+  return [emit(Messages.systemInit(id, options?.cwd ?? "/tmp/fake-cli")), hangForever]
+}
+
+/** Ignores SIGTERM from the start, emits system/init, then hangs: only SIGKILL ends it. */
+export const ignoresSigterm = (options?: ScenarioOptions): Script => {
+  const id = ids(options)
+  return [ignoreSignal("SIGTERM"), emit(Messages.systemInit(id, options?.cwd ?? "/tmp/fake-cli")), hangForever]
+}
+
+/**
+ * A turn that asks the host for permission (`can_use_tool`) and then withdraws
+ * the request with `control_cancel_request` before any answer is awaited,
+ * then ends the turn with an error result. The process stays up until stdin
+ * ends.
+ */
+export const permissionThenCancel = (
+  options?: ScenarioOptions & { readonly requestId?: string; readonly cancelAfterMillis?: number }
+): Script => {
+  const id = ids(options)
+  const requestId = options?.requestId ?? "req_fake_perm_1"
+  const toolUseId = "toolu_fake_perm_1"
+  const input = { command: "rm -rf build", description: "Clean the build folder" }
+  return [
+    ...turnStart(id, options),
+    emit(Messages.assistantToolUse(id, toolUseId, "Bash", input)),
+    emit(Messages.sessionStateChanged(id, "requires_action")),
+    emit(Messages.canUseTool(requestId, toolUseId, "Bash", input)),
+    sleep(options?.cancelAfterMillis ?? 0),
+    emit(Messages.controlCancel(requestId)),
+    emit(Messages.userToolResult(id, toolUseId, "The permission request was cancelled.", true)),
+    emit(Messages.result(id, {
+      subtype: "error_during_execution",
+      result: "permission request cancelled",
+      numTurns: 1,
+      durationMs: 850,
+      costUsd: 0.0021
+    })),
+    emit(Messages.sessionStateChanged(id, "idle")),
+    waitForEnd
+  ]
+}
+
+/**
+ * A turn that starts a background agent. The first `result` comes while the
+ * task still runs; the task's `task_notification` then starts a follow-up
+ * turn with a second `result`, and only then `session_state_changed idle`.
+ * The process stays up until stdin ends.
+ */
+export const backgroundTaskWithLateResult = (
+  options?: ScenarioOptions & { readonly taskMillis?: number }
+): Script => {
+  const id = ids(options)
+  const taskId = "a3k9x2m7q"
+  const toolUseId = "toolu_fake_task_1"
+  const prompt = "Find every TODO in the repository"
+  return [
+    ...turnStart(id, options),
+    emit(Messages.sessionStateChanged(id, "running")),
+    emit(Messages.assistantToolUse(id, toolUseId, "Task", {
+      description: "Find TODOs",
+      prompt,
+      subagent_type: "general-purpose",
+      run_in_background: true
+    })),
+    emit(Messages.taskStarted(id, taskId, toolUseId, "Find TODOs", prompt)),
+    emit(Messages.userToolResult(id, toolUseId, `Async agent launched. agentId: ${taskId}`, false)),
+    emit(Messages.assistantText(id, "I started a background agent to look for TODOs.")),
+    emit(Messages.result(id, {
+      subtype: "success",
+      result: "I started a background agent to look for TODOs.",
+      numTurns: 2,
+      durationMs: 1420,
+      costUsd: 0.0042
+    })),
+    sleep(options?.taskMillis ?? 0),
+    emit(Messages.taskNotification(id, taskId, toolUseId, "Found 3 TODOs", `/tmp/fake-cli/tasks/${taskId}.output`)),
+    emit(Messages.assistantText(id, "The background agent found 3 TODOs.")),
+    emit(Messages.result(id, {
+      subtype: "success",
+      result: "The background agent found 3 TODOs.",
+      numTurns: 1,
+      durationMs: 910,
+      costUsd: 0.0018
+    })),
+    emit(Messages.sessionStateChanged(id, "idle")),
+    waitForEnd
+  ]
+}
+
+// ---------------------------------------------------------------------------
+// Spawning
+// ---------------------------------------------------------------------------
+
+/** The flags a host passes to the real CLI; the fake ignores them. */
+export const defaultCliArgs: ReadonlyArray<string> = [
+  "-p",
+  "--output-format",
+  "stream-json",
+  "--input-format",
+  "stream-json",
+  "--verbose"
+]
+
+export interface Command {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  /** Only the variables the fake needs: merge them over the parent environment. */
+  readonly env: Readonly<Record<string, string>>
+}
+
+/** Path of the child's entry point. */
+export const binPath: string = fileURLToPath(new URL("./bin/fake-cli.ts", import.meta.url))
+
+/**
+ * Loader flags that let plain `node` run the TypeScript entry: tsx's ESM hook,
+ * by absolute URL so the child's cwd does not matter.
+ */
+export const loaderArgs: ReadonlyArray<string> = [
+  "--import",
+  pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href
+]
+
+/**
+ * The command line to spawn the fake with `script`. `script` may also be the
+ * path of a JSON file holding one (use that past ~100 KB of script: Linux caps
+ * one environment string at 128 KiB). `cliArgs` go after the entry point and
+ * are ignored by the child.
+ */
+export const command = (script: Script | string, cliArgs: ReadonlyArray<string> = defaultCliArgs): Command => ({
+  command: process.execPath,
+  args: [...loaderArgs, binPath, ...cliArgs],
+  env: { [ScriptEnv]: typeof script === "string" ? script : encodeScript(script) }
+})
