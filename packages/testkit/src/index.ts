@@ -1,2 +1,3 @@
 export * as FakeModel from "./FakeModel.js"
 export * as FakeCli from "./FakeCli.js"
+export * as ClaudeCli from "./ClaudeCli.js"

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import * as ClaudeCli from "../../src/ClaudeCli.js"
+import * as FakeModel from "../../src/FakeModel.js"
+
+const parse = (line: string): Record<string, unknown> => {
+  const value: unknown = JSON.parse(line)
+  expect(typeof value).toBe("object")
+  return value !== null && typeof value === "object" ? { ...value } : {}
+}
+
+describe("ClaudeCli", () => {
+  it.scoped("offlineEnv has what an offline run needs", () =>
+    Effect.sync(() => {
+      const env = ClaudeCli.offlineEnv({ baseUrl: "http://127.0.0.1:1", configDir: "/tmp/c" })
+      expect(env).toMatchObject({
+        ANTHROPIC_BASE_URL: "http://127.0.0.1:1",
+        CLAUDE_CONFIG_DIR: "/tmp/c",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1"
+      })
+      expect(env.ANTHROPIC_API_KEY?.length).toBeGreaterThan(0)
+    }))
+
+  it.scopedLive("the real CLI runs one turn against FakeModel", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.text("Hello from the fake model, in several chunks.")]
+      })
+      const turn = yield* ClaudeCli.runTurn({ baseUrl: model.url, prompt: "Please say hello to skein" })
+      expect(turn.exitCode).toBe(0)
+
+      const conversation = yield* model.awaitRequest(0, FakeModel.isConversation)
+      expect(conversation.url).toContain("/v1/messages")
+      expect(FakeModel.messagesText(conversation)).toContain("Please say hello to skein")
+      expect(Option.isSome(conversation.messagesRequest)).toBe(true)
+      expect(yield* model.remaining).toEqual([])
+
+      const messages = turn.lines.map(parse)
+      const init = messages.find((m) => m.type === "system" && m.subtype === "init")
+      expect(init).toBeDefined()
+      const assistant = messages.find((m) => m.type === "assistant")
+      expect(JSON.stringify(assistant)).toContain("Hello from the fake model, in several chunks.")
+      const result = messages.find((m) => m.type === "result")
+      expect(result).toMatchObject({ subtype: "success", result: "Hello from the fake model, in several chunks." })
+      expect(messages.indexOf(init!)).toBeLessThan(messages.indexOf(result!))
+    }))
+
+  it.scopedLive("kills the process group and removes the temp dirs when the scope closes", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make()
+      const { cwd, pid } = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const run = yield* ClaudeCli.spawn({ baseUrl: model.url, args: [...ClaudeCli.streamJsonArgs, "--bare"] })
+          return { cwd: run.cwd, pid: run.pid }
+        })
+      )
+      const alive = (() => {
+        try {
+          process.kill(pid, 0)
+          return true
+        } catch {
+          return false
+        }
+      })()
+      expect(alive).toBe(false)
+      const { existsSync } = yield* Effect.promise(() => import("node:fs"))
+      expect(existsSync(cwd)).toBe(false)
+    }))
+})
