@@ -18,6 +18,7 @@ import { Schema } from "effect"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Messages from "./internal/cliMessages.js"
+import { bundle } from "./internal/fakeCliBundle.js"
 
 /** Env var holding the script: inline JSON, or the path of a JSON file. */
 export const ScriptEnv = "SKEIN_FAKE_CLI_SCRIPT"
@@ -335,21 +336,53 @@ export const binPath: string = fileURLToPath(new URL("./bin/fake-cli.ts", import
 
 /**
  * Loader flags that let plain `node` run the TypeScript entry: tsx's ESM hook,
- * by absolute URL so the child's cwd does not matter.
+ * by absolute URL so the child's cwd does not matter. A function: the
+ * bundled child imports this module from a folder where tsx cannot resolve.
  */
-export const loaderArgs: ReadonlyArray<string> = [
+export const loaderArgs = (): ReadonlyArray<string> => [
   "--import",
   pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href
 ]
 
 /**
- * The command line to spawn the fake with `script`. `script` may also be the
- * path of a JSON file holding one (use that past ~100 KB of script: Linux caps
- * one environment string at 128 KiB). `cliArgs` go after the entry point and
- * are ignored by the child.
+ * How the child's TypeScript runs. `"bundle"` (the default) runs a cached
+ * single-file build of the entry, and falls back to `"tsx"` if it cannot be
+ * built; `"tsx"` runs the sources through tsx's loader, about five times
+ * slower to start.
  */
-export const command = (script: Script | string, cliArgs: ReadonlyArray<string> = defaultCliArgs): Command => ({
+export type Runner = "bundle" | "tsx"
+
+let bundled: string | null | undefined
+
+/** The bundle's path, built at most once per process; `null` if it cannot be built. */
+const bundledEntry = (): string | null => {
+  if (bundled === undefined) {
+    try {
+      bundled = bundle(binPath)
+    } catch {
+      bundled = null
+    }
+  }
+  return bundled
+}
+
+/** The `node` arguments that start the child, before the CLI flags. */
+export const entryArgs = (runner: Runner = "bundle"): ReadonlyArray<string> => {
+  const entry = runner === "bundle" ? bundledEntry() : null
+  return entry === null ? [...loaderArgs(), binPath] : [entry]
+}
+
+/**
+ * The command line to spawn the fake with `script`. `script` may also be a
+ * string: inline JSON, or the path of a JSON file (use a file past ~100 KB of
+ * script: Linux caps one environment string at 128 KiB). `cliArgs` go after
+ * the entry point and are ignored by the child.
+ */
+export const command = (
+  script: Script | string,
+  options?: { readonly cliArgs?: ReadonlyArray<string>; readonly runner?: Runner }
+): Command => ({
   command: process.execPath,
-  args: [...loaderArgs, binPath, ...cliArgs],
+  args: [...entryArgs(options?.runner), ...(options?.cliArgs ?? defaultCliArgs)],
   env: { [ScriptEnv]: typeof script === "string" ? script : encodeScript(script) }
 })

@@ -14,9 +14,9 @@ interface ExitStatus {
 }
 
 /** A spawned fake with its output collected; killed with SIGKILL when the scope closes. */
-const spawnFake = (script: FakeCli.Script | string) =>
+const spawnFake = (script: FakeCli.Script | string, runner?: FakeCli.Runner) =>
   Effect.gen(function*() {
-    const { args, command, env } = FakeCli.command(script)
+    const { args, command, env } = FakeCli.command(script, runner === undefined ? {} : { runner })
     const exited = yield* Deferred.make<ExitStatus>()
     const changed = yield* Queue.sliding<void>(1)
     const stdout: Array<Buffer> = []
@@ -308,7 +308,7 @@ describe("FakeCli", () => {
       expect(new Set(uuids).size).toBe(uuids.length)
     }))
 
-  it.scoped("reads the script from a file path and ignores the real CLI's flags", () =>
+  it.scoped("runs from the TypeScript sources under tsx, reading the script from a file", () =>
     Effect.gen(function*() {
       const dir = yield* Effect.acquireRelease(
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "fake-cli-"))),
@@ -317,8 +317,10 @@ describe("FakeCli", () => {
       const file = path.join(dir, "script.json")
       const record = path.join(dir, "record.ndjson")
       fs.writeFileSync(file, FakeCli.encodeScript([FakeCli.waitFor("user", { record }), FakeCli.exit(7)]))
-      expect(FakeCli.command(file).args).toContain("--input-format")
-      const fake = yield* spawnFake(file)
+      const { args } = FakeCli.command(file, { runner: "tsx" })
+      expect(args).toContain(FakeCli.binPath)
+      expect(args).toContain("--input-format")
+      const fake = yield* spawnFake(file, "tsx")
       yield* fake.send(userMessage("recorded"))
       expect(yield* fake.exit).toEqual({ code: 7, signal: null })
       expect(JSON.parse(fs.readFileSync(record, "utf8"))).toEqual(userMessage("recorded"))
