@@ -10,7 +10,9 @@
  *
  * Whatever the script does, the child answers the host's `control_request`
  * `initialize` and `interrupt` with a success `control_response`, as soon as
- * it reads them, as the real CLI does.
+ * it reads them, as the real CLI does. Those answers are whole lines written
+ * between steps' writes, so one can land inside a partial line a `Raw` step
+ * left open.
  *
  * @since 0.0.0
  */
