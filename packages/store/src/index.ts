@@ -1,0 +1,3 @@
+/**
+ * @skein/store: transcripts the CLI can resume, resume and branch, and the runtime's own event log.
+ */
