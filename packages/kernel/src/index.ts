@@ -1,3 +1,5 @@
 /**
  * @skein/kernel: the actor machinery under every session, task and worker.
  */
+export * as ProcessHost from "./ProcessHost.js"
+export * as ProcessJournal from "./ProcessJournal.js"

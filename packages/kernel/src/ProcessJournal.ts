@@ -1,0 +1,311 @@
+/**
+ * A record of live child process groups, so that the next start of a runtime
+ * that died without running its finalizers (SIGKILL, OOM, power loss) can kill
+ * the orphans it left behind.
+ *
+ * The journal is one small JSON file, rewritten atomically (temp file +
+ * rename) under a lock of this runtime. Several runtimes may share a file:
+ * each rewrite re-reads it and applies only its own change, and reaping skips
+ * entries whose owner is still alive. Two runtimes rewriting in the same
+ * instant can still lose one change; give each runtime its own file when that
+ * matters.
+ *
+ * Identity: a pid is killed only if it is still the program that was spawned.
+ * On Linux that is checked with /proc (field 22 of `stat`, the start time, and
+ * `cmdline`). Without /proc (macOS, the BSDs) the same check runs on
+ * `ps -o lstart=,command=`, whose start time has one-second resolution.
+ *
+ * @since 0.0.0
+ */
+import { FileSystem } from "@effect/platform/FileSystem"
+import { Path } from "@effect/platform/Path"
+import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import * as procfs from "./internal/procfs.js"
+
+// ---------------------------------------------------------------------------
+// Models
+// ---------------------------------------------------------------------------
+
+/**
+ * What makes a pid the same program: its start time and command line, read
+ * from one source.
+ *
+ * @since 0.0.0
+ */
+export const Identity = Schema.Struct({
+  source: Schema.Literal("proc", "ps"),
+  startTime: Schema.String,
+  cmdline: Schema.String
+})
+
+/**
+ * @since 0.0.0
+ */
+export interface Identity extends Schema.Schema.Type<typeof Identity> {}
+
+/**
+ * One live child process group.
+ *
+ * @since 0.0.0
+ */
+export const Entry = Schema.Struct({
+  pid: Schema.Number,
+  pgid: Schema.Number,
+  identity: Identity,
+  command: Schema.String,
+  label: Schema.optional(Schema.String),
+  /** The runtime that spawned it. */
+  owner: Schema.Struct({
+    pid: Schema.Number,
+    identity: Schema.NullOr(Identity)
+  }),
+  spawnedAt: Schema.String
+})
+
+/**
+ * @since 0.0.0
+ */
+export interface Entry extends Schema.Schema.Type<typeof Entry> {}
+
+/**
+ * The file: entries are decoded one by one, so one bad entry does not lose
+ * the others.
+ */
+const JournalFile = Schema.parseJson(Schema.Struct({
+  version: Schema.Literal(1),
+  entries: Schema.Array(Schema.Unknown)
+}))
+
+const decodeEntry = Schema.decodeUnknownOption(Entry)
+
+/**
+ * A child the host asks the journal to remember.
+ *
+ * @since 0.0.0
+ */
+export interface Child {
+  readonly pid: number
+  readonly pgid: number
+  readonly identity: Identity
+  readonly command: string
+  readonly label?: string | undefined
+}
+
+/**
+ * What `reap` did with each entry whose owner is gone.
+ *
+ * @since 0.0.0
+ */
+export interface ReapReport {
+  /** Groups killed with SIGKILL, with the live members seen before the kill. */
+  readonly reaped: ReadonlyArray<{ readonly entry: Entry; readonly members: ReadonlyArray<number> }>
+  /** Entries dropped without a kill: the group was gone or the pid was reused. */
+  readonly dropped: ReadonlyArray<{ readonly entry: Entry; readonly reason: "gone" | "pid reused" }>
+  /** Entries of runtimes that are still alive, left alone. */
+  readonly kept: ReadonlyArray<Entry>
+}
+
+// ---------------------------------------------------------------------------
+// Service
+// ---------------------------------------------------------------------------
+
+/**
+ * @since 0.0.0
+ */
+export class ProcessJournal extends Context.Tag("@skein/kernel/ProcessJournal")<ProcessJournal, {
+  /** Where identities come from on this system. */
+  readonly source: Identity["source"]
+  readonly record: (child: Child) => Effect.Effect<void>
+  readonly remove: (pid: number) => Effect.Effect<void>
+  readonly entries: Effect.Effect<ReadonlyArray<Entry>>
+  /** Kills the verified orphans of dead owners and rewrites the journal without them. */
+  readonly reap: Effect.Effect<ReapReport>
+}>() {}
+
+/**
+ * Reads and writes the whole list of entries.
+ *
+ * @since 0.0.0
+ */
+export interface Storage {
+  readonly read: Effect.Effect<ReadonlyArray<Entry>>
+  readonly write: (entries: ReadonlyArray<Entry>) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.0.0
+ */
+export interface MakeOptions {
+  /** Defaults to /proc when present, else `ps`. */
+  readonly source?: Identity["source"] | undefined
+}
+
+/**
+ * @since 0.0.0
+ */
+export const make = Effect.fnUntraced(function*(storage: Storage, options?: MakeOptions) {
+  const source = options?.source ?? procfs.defaultSource()
+  const owner = {
+    pid: process.pid,
+    identity: Option.getOrNull(yield* procfs.identify(source, process.pid))
+  }
+  const lock = yield* Effect.makeSemaphore(1)
+  const update = (f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) =>
+    lock.withPermits(1)(Effect.flatMap(storage.read, (entries) => storage.write(f(entries))))
+
+  const ownerAlive = (entry: Entry): Effect.Effect<boolean> => {
+    const recorded = entry.owner.identity
+    if (recorded === null) return Effect.sync(() => procfs.isLive(entry.owner.pid))
+    return Effect.map(
+      procfs.identify(recorded.source, entry.owner.pid),
+      Option.exists((now) => procfs.sameIdentity(now, recorded))
+    )
+  }
+
+  const reapEntry = Effect.fnUntraced(function*(entry: Entry) {
+    const now = yield* procfs.identify(entry.identity.source, entry.pid)
+    if (Option.isSome(now) && !procfs.sameIdentity(now.value, entry.identity)) {
+      return { _tag: "dropped", reason: "pid reused" } as const
+    }
+    // The leader may be gone while its group lives on (background children).
+    const members = yield* procfs.groupMembers(
+      entry.identity.source,
+      entry.pgid,
+      entry.identity.source === "proc" ? Option.some(entry.identity.startTime) : Option.none()
+    )
+    if (members.length === 0) return { _tag: "dropped", reason: "gone" } as const
+    const failure = procfs.killGroup(entry.pgid, "SIGKILL")
+    if (failure !== undefined) {
+      yield* Effect.logWarning(`ProcessJournal: SIGKILL to group ${entry.pgid} failed: ${failure}`)
+    }
+    yield* procfs.waitUntil(() => members.every((pid) => !procfs.isLive(pid)), 2_000)
+    return { _tag: "reaped", members } as const
+  })
+
+  const reap = lock.withPermits(1)(Effect.gen(function*() {
+    const entries = yield* storage.read
+    const reaped: Array<ReapReport["reaped"][number]> = []
+    const dropped: Array<ReapReport["dropped"][number]> = []
+    const kept: Array<Entry> = []
+    for (const entry of entries) {
+      if (yield* ownerAlive(entry)) {
+        kept.push(entry)
+        continue
+      }
+      const outcome = yield* reapEntry(entry)
+      if (outcome._tag === "reaped") {
+        reaped.push({ entry, members: outcome.members })
+        yield* Effect.logInfo(
+          `ProcessJournal: reaped orphan group ${entry.pgid} (${entry.command}) of dead runtime ${entry.owner.pid}`
+        ).pipe(Effect.annotateLogs({ pgid: entry.pgid, members: outcome.members.join(",") }))
+      } else {
+        dropped.push({ entry, reason: outcome.reason })
+      }
+    }
+    if (reaped.length > 0 || dropped.length > 0) {
+      // Re-read: entries of live runtimes may have changed meanwhile.
+      const done = new Set([...reaped.map((r) => r.entry), ...dropped.map((d) => d.entry)].map(key))
+      yield* Effect.flatMap(storage.read, (now) => storage.write(now.filter((e) => !done.has(key(e)))))
+    }
+    if (reaped.length > 0 || dropped.length > 0) {
+      yield* Effect.logInfo(
+        `ProcessJournal: reaped ${reaped.length} orphan group(s), dropped ${dropped.length} stale entr(ies)`
+      )
+    }
+    return { reaped, dropped, kept } satisfies ReapReport
+  })).pipe(Effect.withSpan("ProcessJournal.reap"))
+
+  return ProcessJournal.of({
+    source,
+    record: (child) =>
+      update((entries) => [
+        ...entries.filter((e) => e.pid !== child.pid),
+        {
+          pid: child.pid,
+          pgid: child.pgid,
+          identity: child.identity,
+          command: child.command,
+          ...(child.label !== undefined ? { label: child.label } : {}),
+          owner,
+          spawnedAt: new Date().toISOString()
+        }
+      ]),
+    remove: (pid) => update((entries) => entries.filter((e) => !(e.pid === pid && e.owner.pid === owner.pid))),
+    entries: storage.read,
+    reap
+  })
+})
+
+const key = (entry: Entry): string => `${entry.owner.pid}/${entry.pid}/${entry.identity.startTime}`
+
+/**
+ * Storage in one JSON file, rewritten via a temp file and rename. IO failures
+ * are logged, never raised: a spawn must not fail because its journal did.
+ *
+ * @since 0.0.0
+ */
+export const fileStorage = (file: string): Effect.Effect<Storage, never, FileSystem | Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem
+    const path = yield* Path
+    let counter = 0
+    const read = Effect.gen(function*() {
+      const text = yield* fs.readFileString(file).pipe(
+        Effect.catchTag("SystemError", (error) =>
+          error.reason === "NotFound" ? Effect.succeed(undefined) : Effect.fail(error))
+      )
+      if (text === undefined || text.trim() === "") return []
+      const decoded = yield* Schema.decode(JournalFile)(text)
+      const entries: Array<Entry> = []
+      for (const raw of decoded.entries) {
+        const entry = decodeEntry(raw)
+        if (Option.isSome(entry)) entries.push(entry.value)
+        else yield* Effect.logWarning(`ProcessJournal: dropped an undecodable entry in ${file}`)
+      }
+      return entries
+    }).pipe(
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`ProcessJournal: cannot read ${file}: ${error.message}`), [])
+      )
+    )
+    const write = (entries: ReadonlyArray<Entry>) =>
+      Effect.gen(function*() {
+        yield* fs.makeDirectory(path.dirname(file), { recursive: true })
+        const temp = `${file}.${process.pid}.${counter++}.tmp`
+        yield* fs.writeFileString(temp, JSON.stringify({ version: 1, entries }, null, 2) + "\n")
+        yield* fs.rename(temp, file)
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`ProcessJournal: cannot write ${file}: ${error.message}`))
+      )
+    return { read, write }
+  })
+
+/**
+ * Storage in memory: nothing survives the runtime, so nothing is reaped.
+ *
+ * @since 0.0.0
+ */
+export const memoryStorage: Effect.Effect<Storage> = Effect.map(
+  Ref.make<ReadonlyArray<Entry>>([]),
+  (ref) => ({ read: Ref.get(ref), write: (entries) => Ref.set(ref, entries) })
+)
+
+/**
+ * A journal in the file at `path`.
+ *
+ * @since 0.0.0
+ */
+export const layer = (
+  options: MakeOptions & { readonly path: string }
+): Layer.Layer<ProcessJournal, never, FileSystem | Path> =>
+  Layer.effect(ProcessJournal, Effect.flatMap(fileStorage(options.path), (storage) => make(storage, options)))
+
+/**
+ * A journal in memory, for embedders and tests that do not need reaping.
+ *
+ * @since 0.0.0
+ */
+export const layerMemory: Layer.Layer<ProcessJournal> = Layer.effect(
+  ProcessJournal,
+  Effect.flatMap(memoryStorage, (storage) => make(storage))
+)

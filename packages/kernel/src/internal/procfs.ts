@@ -1,0 +1,192 @@
+/**
+ * Process identity and liveness, read from /proc on Linux and from `ps`
+ * elsewhere. A pid alone is not an identity (pids are reused), so an
+ * identity pairs it with the start time and the command line.
+ *
+ * /proc files are kernel queries answered from memory, so they are read
+ * synchronously with node:fs rather than through FileSystem: this keeps
+ * ProcessHost free of a FileSystem requirement.
+ */
+import { Effect, Option } from "effect"
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+
+const readText = (file: string): Option.Option<string> => {
+  try {
+    return Option.some(NodeFs.readFileSync(file, "utf8"))
+  } catch {
+    return Option.none()
+  }
+}
+
+/** How identities were read: the two sources never compare equal. */
+export type IdentitySource = "proc" | "ps"
+
+export interface Identity {
+  readonly source: IdentitySource
+  /** proc: field 22 of /proc/<pid>/stat (clock ticks after boot); ps: `lstart`. */
+  readonly startTime: string
+  /** proc: /proc/<pid>/cmdline with NUL separators; ps: `command`. */
+  readonly cmdline: string
+}
+
+export interface ProcStat {
+  readonly state: string
+  readonly pgrp: number
+  readonly startTime: string
+}
+
+/** Parses /proc/<pid>/stat; the comm field may hold spaces and parentheses. */
+export const parseStat = (text: string): Option.Option<ProcStat> => {
+  const close = text.lastIndexOf(")")
+  if (close < 0) return Option.none()
+  // Fields after the comm start at field 3 (state).
+  const fields = text.slice(close + 2).trim().split(/\s+/)
+  const state = fields[0]
+  const pgrp = fields[5 - 3]
+  const startTime = fields[22 - 3]
+  if (state === undefined || pgrp === undefined || startTime === undefined) return Option.none()
+  return Option.some({ state, pgrp: Number(pgrp), startTime })
+}
+
+export const readStat = (pid: number): Option.Option<ProcStat> =>
+  Option.flatMap(readText(`/proc/${pid}/stat`), parseStat)
+
+export const hasProc = (): boolean => NodeFs.existsSync("/proc/self/stat")
+
+/** The source to use on this system. */
+export const defaultSource = (): IdentitySource => hasProc() ? "proc" : "ps"
+
+/** Whether the process exists and is not a zombie. */
+export const isLive = (pid: number): boolean => {
+  if (hasProc()) return Option.exists(readStat(pid), (stat) => stat.state !== "Z")
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return isErrno(error, "EPERM")
+  }
+}
+
+const execFile = (file: string, args: ReadonlyArray<string>): Effect.Effect<Option.Option<string>> =>
+  Effect.async<Option.Option<string>>((resume) => {
+    const child = NodeChildProcess.execFile(file, args, { encoding: "utf8" }, (error, stdout) => {
+      resume(Effect.succeed(error === null ? Option.some(stdout) : Option.none()))
+    })
+    return Effect.sync(() => {
+      child.kill("SIGKILL")
+    })
+  })
+
+const identifyProc = (pid: number): Option.Option<Identity> => {
+  const stat = readStat(pid)
+  if (Option.isNone(stat) || stat.value.state === "Z") return Option.none()
+  return Option.map(readText(`/proc/${pid}/cmdline`), (cmdline) => ({
+    source: "proc",
+    startTime: stat.value.startTime,
+    cmdline
+  }))
+}
+
+const identifyPs = (pid: number): Effect.Effect<Option.Option<Identity>> =>
+  execFile("ps", ["-o", "lstart=,command=", "-p", String(pid)]).pipe(
+    Effect.map(Option.flatMap((out) => {
+      // lstart is fixed-width: "Www Mmm dd hh:mm:ss yyyy" (24 characters).
+      const line = out.split("\n").find((l) => l.trim().length > 0)
+      if (line === undefined) return Option.none()
+      const trimmed = line.trimStart()
+      return Option.some<Identity>({
+        source: "ps",
+        startTime: trimmed.slice(0, 24).trim(),
+        cmdline: trimmed.slice(24).trim()
+      })
+    }))
+  )
+
+/** The identity of a live, non-zombie process, or none. */
+export const identify = (source: IdentitySource, pid: number): Effect.Effect<Option.Option<Identity>> =>
+  source === "proc" ? Effect.sync(() => identifyProc(pid)) : identifyPs(pid)
+
+export const sameIdentity = (a: Identity, b: Identity): boolean =>
+  a.source === b.source && a.startTime === b.startTime && a.cmdline === b.cmdline
+
+/**
+ * Live members of a process group. With /proc, only those started no earlier
+ * than `notBefore` count, so a group id that was recycled after the group
+ * emptied is not mistaken for ours.
+ */
+export const groupMembers = (
+  source: IdentitySource,
+  pgid: number,
+  notBefore: Option.Option<string>
+): Effect.Effect<ReadonlyArray<number>> => {
+  if (source === "ps") {
+    return execFile("ps", ["-A", "-o", "pid=,pgid=,stat="]).pipe(
+      Effect.map((out) =>
+        Option.getOrElse(out, () => "").split("\n").flatMap((line) => {
+          const [pid, group, stat] = line.trim().split(/\s+/)
+          return group !== undefined && Number(group) === pgid && !(stat ?? "").startsWith("Z")
+            ? [Number(pid)]
+            : []
+        })
+      )
+    )
+  }
+  return Effect.sync(() => {
+    let names: Array<string> = []
+    try {
+      names = NodeFs.readdirSync("/proc")
+    } catch {
+      return []
+    }
+    const members: Array<number> = []
+    for (const name of names) {
+      if (!/^\d+$/.test(name)) continue
+      const stat = readStat(Number(name))
+      if (Option.isNone(stat)) continue
+      const { pgrp, startTime, state } = stat.value
+      if (pgrp !== pgid || state === "Z") continue
+      if (Option.isSome(notBefore) && BigInt(startTime) < BigInt(notBefore.value)) continue
+      members.push(Number(name))
+    }
+    return members
+  })
+}
+
+/**
+ * Sends a signal to a process group. A group that is gone (ESRCH) is not an
+ * error; any other failure is returned as its errno code for the caller to log.
+ */
+export const killGroup = (pgid: number, signal: NodeJS.Signals): string | undefined => {
+  try {
+    process.kill(-pgid, signal)
+    return undefined
+  } catch (error) {
+    return isErrno(error, "ESRCH") ? undefined : (errnoCode(error) ?? String(error))
+  }
+}
+
+export const isErrno = (error: unknown, code: string): boolean =>
+  typeof error === "object" && error !== null && "code" in error && error.code === code
+
+export const errnoCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined
+
+/**
+ * Polls until `done` holds or `maxMillis` pass. It runs on real timers on
+ * purpose: it waits on the kernel, which a TestClock does not drive.
+ */
+export const waitUntil = (done: () => boolean, maxMillis: number): Effect.Effect<boolean> =>
+  Effect.async<boolean>((resume) => {
+    const deadline = Date.now() + maxMillis
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const poll = () => {
+      if (done()) return resume(Effect.succeed(true))
+      if (Date.now() >= deadline) return resume(Effect.succeed(false))
+      timer = setTimeout(poll, 5)
+    }
+    poll()
+    return Effect.sync(() => clearTimeout(timer))
+  })
