@@ -178,6 +178,14 @@ export const OtherBlock = Schema.Struct({
 export interface OtherBlock extends Schema.Schema.Type<typeof OtherBlock> {}
 
 /**
+ * Narrows a block to the known kinds (`OtherBlock`'s open `type` defeats
+ * narrowing on `type` until this guard runs).
+ *
+ * @since 0.0.0
+ */
+export const isKnownBlock = (block: ContentBlock): block is KnownContentBlock => knownBlockTypes.has(block.type)
+
+/**
  * What a `tool_result` may contain besides a plain string.
  *
  * @since 0.0.0
@@ -210,6 +218,16 @@ export const ContentBlock = Schema.Union(
 )
 /** @since 0.0.0 */
 export type ContentBlock = Schema.Schema.Type<typeof ContentBlock>
+
+/** @since 0.0.0 */
+export type KnownContentBlock =
+  | TextBlock
+  | ThinkingBlock
+  | RedactedThinkingBlock
+  | ToolUseBlock
+  | ToolResultBlock
+  | ImageBlock
+  | DocumentBlock
 
 // ---------------------------------------------------------------------------
 // Messages
@@ -464,6 +482,16 @@ export const OtherDelta = Schema.Struct({
 })
 /** @since 0.0.0 */
 export interface OtherDelta extends Schema.Schema.Type<typeof OtherDelta> {}
+
+/**
+ * Narrows a delta to the known kinds.
+ *
+ * @since 0.0.0
+ */
+export const isKnownDelta = (delta: ContentBlockDelta): delta is KnownDelta => knownDeltaTypes.has(delta.type)
+
+/** @since 0.0.0 */
+export type KnownDelta = TextDelta | InputJsonDelta | ThinkingDelta | SignatureDelta | CitationsDelta
 
 /** @since 0.0.0 */
 export const ContentBlockDelta = Schema.Union(

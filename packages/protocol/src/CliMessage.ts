@@ -76,6 +76,14 @@ export const OtherStreamEvent = Schema.Struct({
 })
 export interface OtherStreamEvent extends Schema.Schema.Type<typeof OtherStreamEvent> {}
 
+/**
+ * Narrows an event to the known Messages API events. The open `OtherStreamEvent`
+ * has `type: string`, which defeats narrowing on `type` until this guard runs.
+ */
+export const isKnownStreamEvent = (
+  event: Anthropic.MessageStreamEvent | OtherStreamEvent
+): event is Anthropic.MessageStreamEvent => knownStreamEventTypes.has(event.type)
+
 /** One raw Messages API event, sent only with `--include-partial-messages`. */
 export const StreamEvent = Schema.Struct({
   type: Schema.Literal("stream_event"),

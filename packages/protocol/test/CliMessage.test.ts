@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { CliMessage, HostMessage, Control } from "@skein/protocol"
+import { Anthropic, CliMessage, Control, HostMessage } from "@skein/protocol"
 import { cliSamples } from "./samples.js"
 
 describe("CliMessage.decoder", () => {
@@ -99,5 +99,29 @@ describe("HostMessage", () => {
       const decoded = HostMessage.decoder.decodeLine(line.trimEnd(), 1)
       expect(decoded).toEqual({ _tag: "Message", line: 1, message })
     }
+  })
+})
+
+describe("guards for open unions", () => {
+  it("narrow stream events, blocks and deltas to the known kinds", () => {
+    const known = CliMessage.decodeLine(JSON.stringify(cliSamples[1]))
+    const unknown = CliMessage.decodeLine(JSON.stringify({
+      type: "stream_event",
+      event: { type: "content_block_pause" },
+      parent_tool_use_id: null,
+      session_id: "s",
+      uuid: "u"
+    }))
+    if (known._tag !== "Message" || known.message.type !== "stream_event") throw new Error("expected a stream event")
+    if (unknown._tag !== "Message" || unknown.message.type !== "stream_event") throw new Error("expected a stream event")
+    expect(CliMessage.isKnownStreamEvent(known.message.event)).toBe(true)
+    expect(CliMessage.isKnownStreamEvent(unknown.message.event)).toBe(false)
+    const event = known.message.event
+    if (CliMessage.isKnownStreamEvent(event) && event.type === "content_block_delta") {
+      expect(Anthropic.isKnownDelta(event.delta)).toBe(true)
+      expect(Anthropic.isKnownDelta({ type: "telepathy_delta" })).toBe(false)
+    }
+    expect(Anthropic.isKnownBlock({ type: "text", text: "x" })).toBe(true)
+    expect(Anthropic.isKnownBlock({ type: "server_tool_use" })).toBe(false)
   })
 })
