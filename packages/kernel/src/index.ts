@@ -3,3 +3,5 @@
  */
 export * as ProcessHost from "./ProcessHost.js"
 export * as ProcessJournal from "./ProcessJournal.js"
+export * as Task from "./Task.js"
+export * as TaskManager from "./TaskManager.js"
