@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
+import { readdirSync, readFileSync } from "node:fs"
 import * as Anthropic from "../src/Anthropic.js"
 
 // Compile-time: the schemas are pure validators (Encoded == Type).
@@ -132,5 +133,34 @@ describe("Anthropic", () => {
   it("accepts an API error body", () => {
     const body = { type: "error", error: { type: "overloaded_error", message: "Overloaded" }, request_id: "req_1" }
     expect(Schema.is(Anthropic.ErrorEvent)(body)).toBe(true)
+  })
+})
+
+describe("Anthropic against captured CLI output", () => {
+  const fixtures = new URL("./fixtures/", import.meta.url)
+  const files = readdirSync(fixtures).filter((name) => name.endsWith(".ndjson"))
+  const lines = files.flatMap((name) =>
+    readFileSync(new URL(name, fixtures), "utf8").split("\n").filter((line) => line.length > 0).map((line) => ({
+      name,
+      value: JSON.parse(line) as unknown
+    }))
+  )
+  const field = (value: unknown, key: string): unknown =>
+    typeof value === "object" && value !== null && key in value ? Reflect.get(value, key) : undefined
+
+  it("every stream_event carries a MessageStreamEvent", () => {
+    const events = lines.filter(({ value }) => field(value, "type") === "stream_event")
+    expect(events.length).toBeGreaterThan(20)
+    for (const { name, value } of events) {
+      expect({ name, ok: Schema.is(Anthropic.MessageStreamEvent)(field(value, "event")) }).toEqual({ name, ok: true })
+    }
+  })
+
+  it("every assistant message is a Message", () => {
+    const messages = lines.filter(({ value }) => field(value, "type") === "assistant")
+    expect(messages.length).toBeGreaterThan(5)
+    for (const { name, value } of messages) {
+      expect({ name, ok: Schema.is(Anthropic.Message)(field(value, "message")) }).toEqual({ name, ok: true })
+    }
   })
 })

@@ -49,18 +49,43 @@ export interface RecordedRequest {
  */
 export type RequestMatch = (request: RecordedRequest) => boolean
 
+const lastUserText = (body: Anthropic.MessagesRequest): string => {
+  const last = body.messages[body.messages.length - 1]
+  if (last === undefined || last.role !== "user") return ""
+  return typeof last.content === "string"
+    ? last.content
+    : last.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("\n")
+}
+
+/**
+ * A summarizing-compaction request: the CLI's compaction prompt (asking for
+ * an `<analysis>` and a `<summary>` block) is the last user message. It is
+ * otherwise shaped like a conversation request (streaming, same tools).
+ *
+ * @since 0.0.0
+ */
+export const isCompaction: RequestMatch = (request) =>
+  Option.match(request.messagesRequest, {
+    onNone: () => false,
+    onSome: (body) => {
+      const text = lastUserText(body)
+      return text.includes("<summary>") && /summary of the conversation/i.test(text)
+    }
+  })
+
 /**
  * The default match of a scripted reply: a streaming `/v1/messages` request
- * that offers tools. The CLI's main conversation always streams with tools;
- * its side calls (titles, summaries of tool use, …) do not, so they fall
- * through to the fallback reply instead of eating the script.
+ * that offers tools and is not a compaction. The CLI's main conversation
+ * always streams with tools; side calls that do not are answered by the
+ * fallback instead of eating the script, and so are compaction requests
+ * (script those with `compactSummary`).
  *
  * @since 0.0.0
  */
 export const isConversation: RequestMatch = (request) =>
   Option.match(request.messagesRequest, {
     onNone: () => false,
-    onSome: (body) => body.stream === true && (body.tools?.length ?? 0) > 0
+    onSome: (body) => body.stream === true && (body.tools?.length ?? 0) > 0 && !isCompaction(request)
   })
 
 /**
@@ -228,6 +253,17 @@ export const dropMidStream: MessageReply = {
 }
 
 /**
+ * The answer to a compaction request, in the shape the CLI parses: an
+ * `<analysis>` block, then the `<summary>`.
+ *
+ * @since 0.0.0
+ */
+export const compactSummary = (summary: string): MessageReply => ({
+  ...text(`<analysis>\nThe conversation so far, in brief.\n</analysis>\n\n<summary>\n${summary}\n</summary>`),
+  match: isCompaction
+})
+
+/**
  * Restricts which requests a reply answers.
  *
  * @since 0.0.0
@@ -288,14 +324,27 @@ export const withRetryAfter: {
 } = dual(2, (self: ErrorReply, millis: number): ErrorReply => ({ ...self, retryAfterMs: millis }))
 
 /**
- * The reply to requests no scripted reply matches. It answers any request.
+ * Answers requests no scripted reply matches: a chosen reply, or a function
+ * of the request.
  *
  * @since 0.0.0
  */
-export const defaultFallback: Reply = matching(
-  text("Hello! I'm skein's fake model. Everything is working, and I'm happy to help with whatever you need."),
-  anyMessages
+export type Fallback = Reply | ((request: RecordedRequest) => Reply)
+
+const friendly = text(
+  "Hello! I'm skein's fake model. Everything is working, and I'm happy to help with whatever you need."
 )
+const defaultSummary = compactSummary(
+  "1. Primary Request and Intent: a short friendly conversation.\n2. Pending Tasks: none."
+)
+
+/**
+ * The default fallback: a valid summary for compaction requests, a friendly
+ * text reply for everything else.
+ *
+ * @since 0.0.0
+ */
+export const defaultFallback: Fallback = (request) => isCompaction(request) ? defaultSummary : friendly
 
 // ---------------------------------------------------------------------------
 // Service
@@ -308,7 +357,7 @@ export interface Options {
   /** Replies to play, in order. More can be enqueued later. */
   readonly replies?: Iterable<Reply> | undefined
   /** Answers requests no scripted reply matches; `defaultFallback` if omitted. */
-  readonly fallback?: Reply | undefined
+  readonly fallback?: Fallback | undefined
   /** Defaults to 0 (a free port). */
   readonly port?: number | undefined
 }
@@ -375,7 +424,7 @@ export const make = Effect.fn("FakeModel.make")(function*(
     Ref.modify(script, (replies): readonly [Reply, ReadonlyArray<Reply>] => {
       const at = replies.findIndex((reply) => reply.match(request))
       return at === -1
-        ? [fallback, replies]
+        ? [typeof fallback === "function" ? fallback(request) : fallback, replies]
         : [replies[at]!, [...replies.slice(0, at), ...replies.slice(at + 1)]]
     })
 

@@ -1,0 +1,239 @@
+/**
+ * Records the real CLI's raw stdout for protocol fixtures:
+ *
+ *   npx tsx packages/testkit/src/bin/capture.ts [name ...]
+ *
+ * With no name it records every scenario. Each run talks to a FakeModel and
+ * writes `packages/protocol/test/fixtures/<name>.ndjson` byte for byte.
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import type { Scope } from "effect"
+import { Chunk, Console, Effect, Fiber, Option, Queue, Ref, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as ClaudeCli from "../ClaudeCli.js"
+import * as FakeModel from "../FakeModel.js"
+
+const fixtures = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../../protocol/test/fixtures")
+
+type Json = Record<string, unknown>
+
+/** CAPTURE_TRACE=1 echoes every stdout line (shortened) to stderr. */
+const trace = process.env.CAPTURE_TRACE === "1"
+/** CAPTURE_REQUESTS=<dir> saves FakeModel's request log there, as JSON. */
+const requestsDir = process.env.CAPTURE_REQUESTS
+
+const asObject = (line: string): Json => {
+  try {
+    const value: unknown = JSON.parse(line)
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? { ...value } : {}
+  } catch {
+    return {}
+  }
+}
+
+const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null && key in value ? Object.getOwnPropertyDescriptor(value, key)?.value : undefined
+
+/** A running capture: the CLI, its FakeModel, and a queue of parsed stdout lines. */
+const session = Effect.fn("capture.session")(function*(options: {
+  readonly replies: ReadonlyArray<FakeModel.Reply>
+  readonly fallback?: FakeModel.Reply
+  readonly args: ReadonlyArray<string>
+  readonly env?: Record<string, string>
+}) {
+  const model = yield* FakeModel.make({ replies: options.replies, fallback: options.fallback })
+  const run = yield* ClaudeCli.spawn({
+    baseUrl: model.url,
+    args: [...ClaudeCli.streamJsonArgs, ...options.args],
+    env: { CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: "1", ...options.env }
+  })
+  const bytes = yield* Ref.make(Chunk.empty<Uint8Array>())
+  const inbox = yield* Queue.unbounded<Json>()
+  const reader = yield* run.stdout.pipe(
+    Stream.tap((chunk) => Ref.update(bytes, Chunk.append(chunk))),
+    ClaudeCli.lines,
+    Stream.tap((line) => trace ? Console.error(`  < ${line.slice(0, 300)}`) : Effect.void),
+    Stream.runForEach((line) => Queue.offer(inbox, asObject(line))),
+    Effect.ensuring(Queue.offer(inbox, { type: "__eof__" })),
+    Effect.fork
+  )
+  /** Takes stdout messages until one satisfies `predicate`. */
+  const waitFor = (label: string, predicate: (message: Json) => boolean) =>
+    Effect.gen(function*() {
+      for (;;) {
+        const message = yield* Queue.take(inbox)
+        if (message.type === "__eof__") {
+          return yield* Effect.dieMessage(`stdout ended while waiting for ${label}\n${yield* run.stderr}`)
+        }
+        if (predicate(message)) return message
+      }
+    }).pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`timed out waiting for ${label}`) }), Effect.orDie)
+  const finish = (name: string) => Effect.gen(function*() {
+    yield* run.closeStdin
+    yield* Fiber.join(reader)
+    yield* run.exitCode
+    // What the CLI asked the model, for whoever reads the capture log.
+    for (const request of yield* model.requests) {
+      const body = Option.getOrUndefined(request.messagesRequest)
+      yield* Console.error(
+        `  ${request.method} ${request.url} model=${body?.model ?? "-"} stream=${body?.stream ?? "-"} messages=${
+          body?.messages.length ?? "-"
+        } tools=${body?.tools?.length ?? 0} max_tokens=${body?.max_tokens ?? "-"}`
+      )
+    }
+    if (requestsDir !== undefined) {
+      Fs.writeFileSync(Path.join(requestsDir, `${name}.requests.json`), JSON.stringify(yield* model.requests, null, 2))
+    }
+    return Buffer.concat(Chunk.toReadonlyArray(yield* Ref.get(bytes)))
+  })
+  return { model, run, waitFor, finish }
+})
+
+const isType = (type: string, subtype?: string) => (message: Json) =>
+  message.type === type && (subtype === undefined || message.subtype === subtype)
+
+const isControlResponse = (requestId: string) => (message: Json) =>
+  message.type === "control_response" && field(message.response, "request_id") === requestId
+
+const isIdle = (message: Json) =>
+  message.type === "system" && message.subtype === "session_state_changed" && message.state === "idle"
+
+const initialize = { type: "control_request", request_id: "req_init_1", request: { subtype: "initialize" } }
+
+const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
+  // (a) thinking + text, with partial messages; starts with an initialize request.
+  "text-thinking": Effect.gen(function*() {
+    const s = yield* session({
+      replies: [
+        FakeModel.combine(
+          FakeModel.thinking("The user wants a greeting. A short friendly reply will do.", "sig-capture-1"),
+          FakeModel.text("Hello! I'm happy to help. What would you like to work on today?")
+        )
+      ],
+      args: ["--include-partial-messages"]
+    })
+    yield* s.run.send(initialize)
+    yield* s.waitFor("initialize response", isControlResponse("req_init_1"))
+    yield* s.run.send(ClaudeCli.userMessage("Say hello, please."))
+    yield* s.waitFor("result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    return yield* s.finish("text-thinking")
+  }).pipe(Effect.orDie),
+
+  // (b) a tool call that needs permission, allowed through the stdio permission tool.
+  "permission": Effect.gen(function*() {
+    const s = yield* session({
+      replies: [
+        FakeModel.combine(
+          FakeModel.text("I'll run a command."),
+          FakeModel.toolUse("Bash", { command: "touch skein.txt && echo created", description: "Create a file" })
+        ),
+        FakeModel.text("Created skein.txt.")
+      ],
+      args: ["--permission-prompt-tool", "stdio"]
+    })
+    yield* s.run.send(initialize)
+    yield* s.waitFor("initialize response", isControlResponse("req_init_1"))
+    yield* s.run.send(ClaudeCli.userMessage("Create skein.txt with touch."))
+    const request = yield* s.waitFor(
+      "can_use_tool",
+      (message) => message.type === "control_request" && field(message.request, "subtype") === "can_use_tool"
+    )
+    yield* s.run.send({
+      type: "control_response",
+      response: {
+        subtype: "success",
+        request_id: request.request_id,
+        response: { behavior: "allow", updatedInput: field(request.request, "input") }
+      }
+    })
+    yield* s.waitFor("result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    return yield* s.finish("permission")
+  }).pipe(Effect.orDie),
+
+  // (c) an interrupt while the model is still streaming.
+  "interrupt": Effect.gen(function*() {
+    const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ")
+    const s = yield* session({
+      replies: [FakeModel.withDelay(FakeModel.text(`A long answer follows: ${words}.`), "150 millis")],
+      args: ["--include-partial-messages"]
+    })
+    yield* s.run.send(ClaudeCli.userMessage("Tell me something long."))
+    yield* s.waitFor(
+      "a text delta",
+      (message) => message.type === "stream_event" && field(field(message.event, "delta"), "type") === "text_delta"
+    )
+    yield* s.run.send({ type: "control_request", request_id: "req_interrupt_1", request: { subtype: "interrupt" } })
+    yield* s.waitFor("interrupt response", isControlResponse("req_interrupt_1"))
+    yield* s.waitFor("result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    return yield* s.finish("interrupt")
+  }).pipe(Effect.orDie),
+
+  // (d) a background Bash task; the capture runs until the session is idle.
+  "background-task": Effect.gen(function*() {
+    const s = yield* session({
+      replies: [
+        FakeModel.toolUse("Bash", {
+          command: "sleep 1; echo background done",
+          description: "Wait, then print",
+          run_in_background: true
+        }),
+        FakeModel.text("The command is running in the background."),
+        FakeModel.text("The background command finished and printed: background done.")
+      ],
+      args: ["--allowedTools", "Bash"]
+    })
+    yield* s.run.send(ClaudeCli.userMessage("Run a slow command in the background."))
+    yield* s.waitFor("first result", isType("result"))
+    // The first idle comes while the task still runs; its notification then starts a second turn.
+    yield* s.waitFor("task notification", isType("system", "task_notification"))
+    yield* s.waitFor("second result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    return yield* s.finish("background-task")
+  }).pipe(Effect.orDie),
+
+  // (e) two turns, then /compact; FakeModel answers the summarization request.
+  "compact": Effect.gen(function*() {
+    const summary = FakeModel.compactSummary(
+      "1. Primary Request and Intent: the user greeted twice and asked for nothing else.\n2. Pending Tasks: none."
+    )
+    const s = yield* session({
+      replies: [FakeModel.text("Hi there! First reply."), FakeModel.text("Hello again! Second reply."), summary],
+      args: []
+    })
+    yield* s.run.send(initialize)
+    yield* s.waitFor("initialize response", isControlResponse("req_init_1"))
+    yield* s.run.send(ClaudeCli.userMessage("Hi, this is the first turn."))
+    yield* s.waitFor("first result", isType("result"))
+    yield* s.run.send(ClaudeCli.userMessage("And this is the second turn."))
+    yield* s.waitFor("second result", isType("result"))
+    yield* s.run.send(ClaudeCli.userMessage("/compact"))
+    yield* s.waitFor("compact result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    const requests = yield* s.model.requests
+    yield* Console.error(`compact: ${requests.length} requests, summary used: ${
+      (yield* s.model.remaining).every((reply) => reply !== summary)
+    }`)
+    return yield* s.finish("compact")
+  }).pipe(Effect.orDie)
+}
+
+const capture = (name: string) =>
+  Option.match(Option.fromNullable(scenarios[name]), {
+    onNone: () => Effect.dieMessage(`unknown capture ${name}; known: ${Object.keys(scenarios).join(", ")}`),
+    onSome: (scenario) =>
+      Effect.gen(function*() {
+        const bytes = yield* Effect.scoped(scenario)
+        Fs.mkdirSync(fixtures, { recursive: true })
+        const file = Path.join(fixtures, `${name}.ndjson`)
+        Fs.writeFileSync(file, bytes)
+        yield* Console.log(`${file}: ${bytes.length} bytes`)
+      })
+  })
+
+const names = process.argv.slice(2)
+NodeRuntime.runMain(Effect.forEach(names.length > 0 ? names : Object.keys(scenarios), capture, { discard: true }))
