@@ -309,6 +309,10 @@ export const make = Effect.fn("TaskManager.make")(function*(options: TaskManager
       )
       : Effect.void
 
+  /** After a task's terminal write: its notice (unless deferred), then wake `await`ers with the settled record. */
+  const finish = (entry: Entry) =>
+    maybeNotify(entry).pipe(Effect.zipRight(Effect.suspend(() => Deferred.succeed(entry.done, entry.record))))
+
   const notifyPending = Effect.gen(function*() {
     const waiting = Array.from(entries.values())
       .filter((entry) => Task.isTerminal(entry.record.status) && !entry.record.notified)
@@ -388,9 +392,8 @@ export const make = Effect.fn("TaskManager.make")(function*(options: TaskManager
           Effect.catchAll((error) => Effect.logWarning(`could not record the end of task ${record.id}`, error))
         )
         yield* publish(updatedEvent(record.id, { status: to, end_time: now, error: next.error }))
-        yield* Deferred.succeed(entry.done, next)
       })
-    ).pipe(Effect.zipRight(maybeNotify(entry)), Effect.uninterruptible)
+    ).pipe(Effect.zipRight(finish(entry)), Effect.uninterruptible)
 
   yield* Effect.addFinalizer(() =>
     Effect.forEach(
@@ -581,7 +584,6 @@ export const make = Effect.fn("TaskManager.make")(function*(options: TaskManager
           endedAt: ends ? now : record.endedAt
         }
         yield* commit(entry, next, "record an update")
-        if (ends) yield* Deferred.succeed(entry.done, next)
         yield* publish(updatedEvent(record.id, {
           status: changes ? to : undefined,
           description: patch.description,
@@ -590,7 +592,10 @@ export const make = Effect.fn("TaskManager.make")(function*(options: TaskManager
         }))
         return next
       })
-    ).pipe(Effect.tap((next) => (Task.isTerminal(next.status) ? maybeNotify(entry) : Effect.void)))
+    ).pipe(
+      Effect.tap((next) => (Task.isTerminal(next.status) ? finish(entry) : Effect.void)),
+      Effect.map(() => entry.record)
+    )
 
   const update = Effect.fn("TaskManager.update")(function*(id: string, patch: Task.TaskPatch) {
     const entry = yield* lookup(id)
