@@ -14,6 +14,7 @@ import * as ChildProcess from "node:child_process"
 import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as ProcessTree from "./internal/processTree.js"
 
 /**
  * The `@anthropic-ai/claude-code` package or its executable is not installed.
@@ -93,7 +94,9 @@ export const streamJsonArgs: ReadonlyArray<string> = [
 /**
  * Options that keep a test run lean: `--bare` skips hooks, plugins, LSP,
  * CLAUDE.md discovery and the messaging socket, and offers only Bash, Edit
- * and Read, which makes a one-turn run about a third faster.
+ * and Read, which makes a one-turn run about a third faster. Its Bash has
+ * no `run_in_background` parameter: runs that need background tasks must
+ * leave it out.
  *
  * @since 0.0.0
  */
@@ -174,19 +177,12 @@ export interface Run {
 const signalCode = (signal: NodeJS.Signals | null): number =>
   signal === null ? 1 : 128 + (Os.constants.signals[signal] ?? 0)
 
-const killGroup = (pid: number) =>
-  Effect.sync(() => {
-    try {
-      process.kill(-pid, "SIGKILL")
-    } catch {
-      // ESRCH: the group is already gone.
-    }
-  })
-
 /**
  * Spawns the CLI in a fresh temp config dir, cwd and TMPDIR, all removed when
- * the scope closes. The CLI leads its own process group, and the whole group
- * (background shells included) gets SIGKILL when the scope closes.
+ * the scope closes. When the scope closes, the CLI's process group gets
+ * SIGKILL, and so does every process that inherited the run's marker
+ * variable: the CLI runs Bash commands in sessions of their own, which a
+ * group kill does not reach.
  *
  * @since 0.0.0
  */
@@ -204,10 +200,12 @@ export const spawn: (
   for (const dir of [configDir, cwd, tmpDir]) {
     yield* Effect.orDie(fs.makeDirectory(dir))
   }
+  const marker = Path.basename(root)
   const env = {
     ...inheritedEnv(),
     ...offlineEnv({ baseUrl: options.baseUrl, configDir, tmpDir }),
-    ...options.env
+    ...options.env,
+    [ProcessTree.markerVariable]: marker
   }
 
   const exited = yield* Deferred.make<number>()
@@ -225,7 +223,7 @@ export const spawn: (
     }),
     (child) =>
       Effect.gen(function*() {
-        if (child.pid !== undefined) yield* killGroup(child.pid)
+        if (child.pid !== undefined) yield* ProcessTree.killAll(child.pid, marker)
         yield* Deferred.await(exited)
       })
   )

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
+import * as Path from "node:path"
 import * as ClaudeCli from "../../src/ClaudeCli.js"
 import * as FakeModel from "../../src/FakeModel.js"
+import * as ProcessTree from "../../src/internal/processTree.js"
 
 const parse = (line: string): Record<string, unknown> => {
   const value: unknown = JSON.parse(line)
@@ -65,5 +67,35 @@ describe("ClaudeCli", () => {
       expect(alive).toBe(false)
       const { existsSync } = yield* Effect.promise(() => import("node:fs"))
       expect(existsSync(cwd)).toBe(false)
+    }))
+
+  it.scopedLive("kills the background shells the CLI started in sessions of their own", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.toolUse("Bash", { command: "sleep 600", description: "Sleep", run_in_background: true }),
+          FakeModel.text("Sleeping in the background.")
+        ]
+      })
+      const { marker, before } = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const run = yield* ClaudeCli.spawn({
+            baseUrl: model.url,
+            // Not lean: --bare drops Bash's run_in_background parameter.
+            args: [...ClaudeCli.streamJsonArgs, "--allowedTools", "Bash"]
+          })
+          yield* run.send(ClaudeCli.userMessage("Sleep in the background."))
+          yield* run.stdout.pipe(
+            ClaudeCli.lines,
+            Stream.takeUntil((line) => parse(line).type === "result"),
+            Stream.runDrain
+          )
+          const marker = Path.basename(Path.dirname(run.cwd))
+          return { marker, before: yield* ProcessTree.survivors(marker) }
+        })
+      )
+      // The CLI and the shell running `sleep 600` were alive before the scope closed.
+      expect(before.length).toBeGreaterThanOrEqual(2)
+      expect(yield* ProcessTree.survivors(marker)).toEqual([])
     }))
 })
