@@ -2,3 +2,4 @@
  * @skein/store: transcripts the CLI can resume, resume and branch, and the runtime's own event log.
  */
 export * as ResumeLoader from "./ResumeLoader.js"
+export * as Branch from "./Branch.js"
