@@ -10,7 +10,7 @@
  * since the machines are shared and noisy.
  */
 import { CliMessage, Lenient, StreamJson } from "@skein/protocol"
-import { Effect, Stream } from "effect"
+import { Chunk, Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
@@ -53,7 +53,8 @@ const skeinSync = (): number => {
 
 const skeinStream = (): number =>
   Effect.runSync(
-    StreamJson.decodeStdout(Stream.fromIterable(chunks)).pipe(
+    // One chunk per read, as a pipe delivers them.
+    StreamJson.decodeStdout(Stream.fromChunks(...chunks.map(Chunk.of))).pipe(
       Stream.runFold(0, (n, decoded) => {
         if (decoded._tag !== "Message") throw new Error(`line ${decoded.line}: ${decoded._tag}`)
         return n + 1

@@ -13,8 +13,8 @@
  * @since 0.0.0
  */
 import { Schema } from "effect"
+import { JsonObject, StringArray } from "./Json.js"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** @since 0.0.0 */
 export const CacheControl = Schema.Struct({
@@ -394,7 +394,7 @@ export const MessagesRequest = Schema.Struct({
   temperature: Schema.optional(Schema.Number),
   top_p: Schema.optional(Schema.Number),
   top_k: Schema.optional(Schema.Number),
-  stop_sequences: Schema.optional(Schema.Array(Schema.String)),
+  stop_sequences: Schema.optional(StringArray),
   service_tier: Schema.optional(Schema.String)
 })
 /** @since 0.0.0 */

@@ -9,8 +9,8 @@ import * as Schema from "effect/Schema"
 import * as Anthropic from "./Anthropic.js"
 import * as Control from "./Control.js"
 import * as Lenient from "./Lenient.js"
+import { JsonObject, StringArray } from "./Json.js"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const optional = Schema.optional
 const NullableString = Schema.NullOr(Schema.String)
 
@@ -150,7 +150,7 @@ export const resultErrorSubtypes = [
 export const ResultError = Schema.Struct({
   ...resultFields,
   subtype: Schema.Literal(...resultErrorSubtypes),
-  errors: optional(Schema.Array(Schema.String))
+  errors: optional(StringArray)
 })
 export interface ResultError extends Schema.Schema.Type<typeof ResultError> {}
 
@@ -164,14 +164,14 @@ export const Init = system("init", {
   apiKeySource: Schema.String,
   claude_code_version: Schema.String,
   cwd: Schema.String,
-  tools: Schema.Array(Schema.String),
+  tools: StringArray,
   mcp_servers: Schema.Array(Schema.Struct({ name: Schema.String, status: Schema.String })),
   model: Schema.String,
   permissionMode: Control.PermissionMode,
-  slash_commands: optional(Schema.Array(Schema.String)),
+  slash_commands: optional(StringArray),
   output_style: optional(Schema.String),
-  agents: optional(Schema.Array(Schema.String)),
-  skills: optional(Schema.Array(Schema.String)),
+  agents: optional(StringArray),
+  skills: optional(StringArray),
   plugins: optional(Schema.Array(Schema.Struct({ name: Schema.String, path: Schema.String })))
 })
 export interface Init extends Schema.Schema.Type<typeof Init> {}
@@ -383,7 +383,7 @@ export interface WorkerShuttingDown extends Schema.Schema.Type<typeof WorkerShut
 
 export const SessionWritesLost = system("session_writes_lost", {
   error_code: Schema.String,
-  lost: Schema.Array(Schema.String)
+  lost: StringArray
 })
 export interface SessionWritesLost extends Schema.Schema.Type<typeof SessionWritesLost> {}
 
@@ -462,7 +462,7 @@ export interface PromptSuggestion extends Schema.Schema.Type<typeof PromptSugges
 export const AuthStatus = Schema.Struct({
   type: Schema.Literal("auth_status"),
   isAuthenticating: Schema.Boolean,
-  output: Schema.Array(Schema.String),
+  output: StringArray,
   error: optional(Schema.String),
   ...stamped
 })
@@ -471,7 +471,7 @@ export interface AuthStatus extends Schema.Schema.Type<typeof AuthStatus> {}
 export const ToolUseSummary = Schema.Struct({
   type: Schema.Literal("tool_use_summary"),
   summary: Schema.String,
-  preceding_tool_use_ids: Schema.Array(Schema.String),
+  preceding_tool_use_ids: StringArray,
   ...stamped
 })
 export interface ToolUseSummary extends Schema.Schema.Type<typeof ToolUseSummary> {}

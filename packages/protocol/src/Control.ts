@@ -7,8 +7,8 @@
  * request it sends must be answered, with an error if need be.
  */
 import * as Schema from "effect/Schema"
+import { JsonObject, StringArray } from "./Json.js"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 /** Permission modes are an open set: new ones appear between releases. */
 export const PermissionMode = Schema.String
@@ -32,7 +32,7 @@ export const PermissionUpdate = Schema.Struct({
   rules: Schema.optional(Schema.Array(PermissionRule)),
   behavior: Schema.optional(Schema.String),
   mode: Schema.optional(Schema.String),
-  directories: Schema.optional(Schema.Array(Schema.String))
+  directories: Schema.optional(StringArray)
 })
 export interface PermissionUpdate extends Schema.Schema.Type<typeof PermissionUpdate> {}
 
@@ -136,7 +136,7 @@ export interface RequestUserDialog extends Schema.Schema.Type<typeof RequestUser
 /** Hook registration: which callbacks fire for which matcher. */
 export const HookMatcher = Schema.Struct({
   matcher: Schema.optional(Schema.String),
-  hookCallbackIds: Schema.Array(Schema.String),
+  hookCallbackIds: StringArray,
   timeout: Schema.optional(Schema.Number)
 })
 export interface HookMatcher extends Schema.Schema.Type<typeof HookMatcher> {}
@@ -144,9 +144,9 @@ export interface HookMatcher extends Schema.Schema.Type<typeof HookMatcher> {}
 export const Initialize = Schema.Struct({
   subtype: Schema.Literal("initialize"),
   hooks: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(HookMatcher) })),
-  sdkMcpServers: Schema.optional(Schema.Array(Schema.String)),
+  sdkMcpServers: Schema.optional(StringArray),
   agents: Schema.optional(Schema.Record({ key: Schema.String, value: JsonObject })),
-  systemPrompt: Schema.optional(Schema.Array(Schema.String)),
+  systemPrompt: Schema.optional(StringArray),
   appendSystemPrompt: Schema.optional(Schema.String),
   jsonSchema: Schema.optional(JsonObject),
   title: Schema.optional(Schema.String)

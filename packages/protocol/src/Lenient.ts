@@ -17,9 +17,10 @@ import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { isJsonObject, type JsonObject } from "./Json.js"
 import * as Ndjson from "./Ndjson.js"
 
-export type JsonObject = { readonly [key: string]: unknown }
+export type { JsonObject }
 
 /** A message whose type (and subtype) this decoder knows, checked against its schema. */
 export interface Message<A> {
@@ -117,13 +118,12 @@ export interface Decoder<A> {
   readonly decodeJson: (json: unknown, line: number, raw?: string) => Decoded<A>
 }
 
-const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
 
 export const make = <A>(variants: { readonly [type: string]: Variant<A> }): Decoder<A> => {
   const table: { [type: string]: Variant<A> } = Object.create(null)
   Object.assign(table, variants)
   const decodeJson = (json: unknown, line: number, raw?: string): Decoded<A> => {
-    if (!isObject(json)) {
+    if (!isJsonObject(json)) {
       return { _tag: "Unparseable", line, raw: raw ?? JSON.stringify(json), error: "expected a JSON object" }
     }
     const type = json["type"]
@@ -192,7 +192,7 @@ export const decodeStream: {
 } = dual(
   (args) => Predicate.hasProperty(args[0], Stream.StreamTypeId),
   <A, E, R>(self: Stream.Stream<Uint8Array, E, R>, decoder: Decoder<A>, options?: Ndjson.FrameOptions) =>
-    Ndjson.frames(self, options).pipe(Stream.map((frame) => decodeFrame(decoder, frame)))
+    Ndjson.mapFrames(self, (frame) => decodeFrame(decoder, frame), options)
 )
 
 /** Decode a whole buffer, for files already in memory. */

@@ -10,8 +10,8 @@
 import * as Schema from "effect/Schema"
 import * as Anthropic from "./Anthropic.js"
 import * as Lenient from "./Lenient.js"
+import { JsonObject } from "./Json.js"
 
-const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const optional = Schema.optional
 
 /** Fields every conversation entry carries. */
