@@ -148,7 +148,11 @@ export class TaskManager extends Context.Tag("@skein/kernel/TaskManager")<TaskMa
   readonly list: Effect.Effect<ReadonlyArray<Task.TaskRecord>>
   /** Waits until the task is terminal. */
   readonly await: (id: string) => Effect.Effect<Task.TaskRecord, TaskNotFound>
-  /** Publishes the notice of every finished task not yet notified, oldest first. */
+  /**
+   * Publishes the notice of every finished task not yet notified, oldest
+   * first. Tasks found finished at start always wait for this call: nobody
+   * can have subscribed while `make` ran.
+   */
   readonly notifyPending: Effect.Effect<ReadonlyArray<Task.TaskId>, TaskStoreError>
   readonly subscribe: Effect.Effect<Queue.Dequeue<Task.TaskEvent>, never, Scope.Scope>
 }>() {}
@@ -373,10 +377,10 @@ export const make = Effect.fn("TaskManager.make")(function*(options: TaskManager
         if (Exit.isSuccess(exit)) {
           const result = schema === undefined
             ? plainJson(exit.value)
-            : Either.match(Schema.encodeEither(schema)(exit.value), {
-              onLeft: () => undefined,
-              onRight: plainJson
-            })
+            : Either.getOrUndefined(Either.map(Schema.encodeEither(schema)(exit.value), plainJson))
+          if (result === undefined && exit.value !== undefined) {
+            yield* Effect.logWarning(`the result of task ${record.id} is not JSON; the record keeps none`)
+          }
           next = { ...base, status: "completed", result }
         } else if (Cause.isInterruptedOnly(exit.cause)) {
           // A shutdown is the runtime stopping under the task; anything else stopped it on purpose.
@@ -523,7 +527,11 @@ export const make = Effect.fn("TaskManager.make")(function*(options: TaskManager
       )
       yield* FiberMap.run(fibers, id, body)
       return record
-    }).pipe(Effect.withSpan("TaskManager.spawn", { attributes: { type } }))
+    }).pipe(
+      // Once the record exists the fiber must too, or the task would sit pending until shutdown.
+      Effect.uninterruptible,
+      Effect.withSpan("TaskManager.spawn", { attributes: { type } })
+    )
 
   // ---- tracked tasks ------------------------------------------------------
 

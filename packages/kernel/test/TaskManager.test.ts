@@ -329,6 +329,7 @@ describe("TaskManager spawned tasks", () => {
           const killed = yield* manager.kill(task.id)
           expect(killed.status).toBe("killed")
           expect((yield* manager.await(task.id)).status).toBe("killed")
+          expect(yield* Ref.get(ran)).toBe(false)
         }))
     }))))
 
@@ -623,6 +624,25 @@ describe("TaskManager across restarts", () => {
           expect((yield* manager.await(task.id)).status).toBe("completed")
           expect((yield* manager.get(task.id)).result).toBeUndefined()
         }))
+    }))))
+})
+
+describe("TaskManager results and layer", () => {
+  it.effect("a result schema encodes the value; a value that is not JSON is not kept", () =>
+    provide(Effect.scoped(Effect.gen(function*() {
+      const root = yield* tempRoot
+      const program = Effect.gen(function*() {
+        const manager = yield* TaskManager.TaskManager
+        const dated = yield* manager.spawn(
+          "local_workflow",
+          { description: "date", result: Schema.Date },
+          () => Effect.succeed(new Date(0))
+        )
+        expect((yield* manager.await(dated.id)).result).toBe("1970-01-01T00:00:00.000Z")
+        const big = yield* manager.spawn("local_workflow", { description: "bigint" }, () => Effect.succeed(1n))
+        expect(yield* manager.await(big.id)).toMatchObject({ status: "completed", result: undefined })
+      })
+      yield* Effect.provide(program, TaskManager.layer({ root }))
     }))))
 })
 
