@@ -258,4 +258,51 @@ describe("FakeModel", () => {
       const result = yield* Effect.promise(() => fetch(`${url}/v1/models`).then(() => "served", () => "refused"))
       expect(result).toBe("refused")
     }))
+
+  it.scoped("routes compaction requests to compactSummary, and the default fallback summarizes too", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.compactSummary("The user said hi."), FakeModel.text("conversation reply")]
+      })
+      const prompt = "Your task is to create a detailed summary of the conversation so far. " +
+        "Reply with an <analysis> block followed by a <summary> block."
+      const textOf = (frames: ReadonlyArray<Frame>) =>
+        deltas(frames).flatMap((delta) => delta.type === "text_delta" && "text" in delta ? [delta.text] : []).join("")
+      // The compaction request takes the summary even though a conversation reply is queued first.
+      const compaction = parseSse(yield* readText(yield* post(`${model.url}/v1/messages`, conversation(prompt))))
+      expect(textOf(compaction)).toContain("<summary>\nThe user said hi.\n</summary>")
+      const [first] = yield* model.requests
+      expect(FakeModel.isCompaction(first!)).toBe(true)
+      expect(FakeModel.isConversation(first!)).toBe(false)
+      // With the script spent, the default fallback still answers compaction with a summary.
+      const again = parseSse(yield* readText(yield* post(`${model.url}/v1/messages`, conversation(prompt))))
+      expect(textOf(again)).toMatch(/^<analysis>[\s\S]*<\/analysis>\n\n<summary>[\s\S]*<\/summary>$/)
+      const main = parseSse(yield* readText(yield* post(`${model.url}/v1/messages`, conversation("hello"))))
+      expect(textOf(main)).toBe("conversation reply")
+    }))
+
+  it.scoped("accepts a fallback that depends on the request", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        fallback: (request) => FakeModel.text(`echo: ${FakeModel.messagesText(request)}`)
+      })
+      const body: unknown = yield* Effect.promise(() =>
+        fetch(`${model.url}/v1/messages`, {
+          method: "POST",
+          body: JSON.stringify(conversation("ping", { stream: false }))
+        }).then((response) => response.json())
+      )
+      expect(body).toMatchObject({ content: [{ type: "text", text: "echo: ping" }] })
+    }))
+
+  it.scoped("rejects a body that is not a Messages request with 400 and records it", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make()
+      const response = yield* post(`${model.url}/v1/messages`, { model: "m", messages: "nope" })
+      expect(response.status).toBe(400)
+      expect(yield* Effect.promise(() => response.json())).toMatchObject({ error: { type: "invalid_request_error" } })
+      const [request] = yield* model.requests
+      expect(request!.body).toEqual({ model: "m", messages: "nope" })
+      expect(Option.isNone(request!.messagesRequest)).toBe(true)
+    }))
 })

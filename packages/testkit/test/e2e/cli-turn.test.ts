@@ -98,4 +98,17 @@ describe("ClaudeCli", () => {
       expect(before.length).toBeGreaterThanOrEqual(2)
       expect(yield* ProcessTree.survivors(marker)).toEqual([])
     }))
+
+  it.scopedLive("the real CLI retries after a 529 and a dropped stream", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.overloaded, FakeModel.dropMidStream, FakeModel.text("Third time lucky.")]
+      })
+      const turn = yield* ClaudeCli.runTurn({ baseUrl: model.url, prompt: "hello" })
+      const messages = turn.lines.map(parse)
+      const retries = messages.filter((m) => m.type === "system" && m.subtype === "api_retry")
+      expect(retries).toMatchObject([{ attempt: 1, error_status: 529 }, { attempt: 2, error_status: null }])
+      expect(messages.find((m) => m.type === "result")).toMatchObject({ subtype: "success", result: "Third time lucky." })
+      expect((yield* model.requests).filter(FakeModel.isConversation)).toHaveLength(3)
+    }))
 })
