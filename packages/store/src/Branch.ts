@@ -113,7 +113,8 @@ export const render = (
 /**
  * Writes a branch of the transcript at `path` ending at `options.at`, and
  * returns the new session. The file appears whole or not at all (it is
- * written beside its final name and renamed), with mode 0600.
+ * written beside its final name and linked into place, never over an
+ * existing session), with mode 0600.
  */
 export const branch: (
   path: string,
@@ -132,9 +133,10 @@ export const branch: (
   const text = lines.map((line) => JSON.stringify(line)).join("\n") + "\n"
   const fail = (error: PlatformError) => new BranchWriteError({ path: target, message: error.message })
   yield* fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(Effect.mapError(fail))
+  // link, unlike rename, fails rather than replace an existing session.
   yield* fs.writeFileString(temporary, text, { mode: 0o600, flag: "wx" }).pipe(
-    Effect.zipRight(fs.rename(temporary, target)),
-    Effect.tapError(() => Effect.ignore(fs.remove(temporary))),
+    Effect.zipRight(fs.link(temporary, target)),
+    Effect.ensuring(Effect.ignore(fs.remove(temporary))),
     Effect.mapError(fail)
   )
   return { sessionId, path: target, header, entries: conversation.entries.length }
