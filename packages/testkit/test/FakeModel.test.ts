@@ -203,6 +203,15 @@ describe("FakeModel", () => {
         "ping",
         "content_block_delta"
       ])
+      // A non-streaming request with a drop gets no response at all.
+      yield* model.enqueue(FakeModel.matching(FakeModel.dropMidStream, FakeModel.anyMessages))
+      const unanswered = yield* Effect.promise(() =>
+        fetch(`${model.url}/v1/messages`, {
+          method: "POST",
+          body: JSON.stringify(conversation("again", { stream: false }))
+        }).then(() => "answered", (error: unknown) => error)
+      )
+      expect(unanswered).toBeInstanceOf(Error)
       // The server keeps serving after a drop.
       const next = yield* post(`${model.url}/v1/messages`, conversation("again"))
       expect(next.status).toBe(200)
