@@ -314,4 +314,12 @@ describe("FakeModel", () => {
       expect(request!.body).toEqual({ model: "m", messages: "nope" })
       expect(Option.isNone(request!.messagesRequest)).toBe(true)
     }))
+
+  it.scoped("is a service provided by its layer", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.FakeModel
+      expect(model.url).toBe(`http://127.0.0.1:${model.port}`)
+      const response = yield* post(`${model.url}/v1/messages`, conversation("hi", { stream: false }))
+      expect(yield* Effect.promise(() => response.json())).toMatchObject({ content: [{ type: "text", text: "from the layer" }] })
+    }).pipe(Effect.provide(FakeModel.layer({ replies: [FakeModel.matching(FakeModel.text("from the layer"), FakeModel.anyMessages)] }))))
 })

@@ -23,6 +23,12 @@ describe("ClaudeCli", () => {
       expect(env.ANTHROPIC_API_KEY?.length).toBeGreaterThan(0)
     }))
 
+  it.effect("finds the installed executable", () =>
+    Effect.gen(function*() {
+      const path = yield* ClaudeCli.executable
+      expect(path.endsWith(Path.join("@anthropic-ai", "claude-code", "bin", "claude.exe"))).toBe(true)
+    }))
+
   it.scopedLive("the real CLI runs one turn against FakeModel", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({
