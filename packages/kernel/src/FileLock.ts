@@ -49,7 +49,8 @@ import { Clock, Duration, Effect, Option, Ref, Schema } from "effect"
 import * as internal from "./internal/lockFile.js"
 
 /**
- * Another live process (or fiber) holds the lock, and it is not stale.
+ * Another live process (or fiber) holds the lock and it is not stale, or
+ * is in the middle of taking or giving it back (then `pid` is that one's).
  *
  * @since 0.0.0
  */
@@ -216,15 +217,10 @@ const attempt = (
         Effect.catchIf(internal.isNotFound, () => Effect.succeed(false))
       )
       const previous = kept ? yield* fs.stat(prev).pipe(Effect.map((info) => info.mtime)) : Option.none<Date>()
-      yield* internal.writeTemp(fs, tmp, internal.render(Option.some(pid), nonce), now)
-      yield* fs.rename(tmp, path)
+      yield* internal.replace(fs, tmp, path, internal.render(Option.some(pid), nonce), now)
       if (inherited !== path) yield* internal.removeIfExists(fs, inherited)
       return Option.some({ nonce, acquiredAtMs: now, previous })
-    }).pipe(
-      Effect.ensuring(
-        Effect.all([internal.release(fs, claim), internal.removeIfExists(fs, tmp).pipe(Effect.ignore)])
-      )
-    )
+    }).pipe(Effect.ensuring(internal.release(fs, claim)))
   })
 
 /** Runs `f` on our version under its claim; `LockLost` if it is no longer ours. */
@@ -294,9 +290,8 @@ export const acquire: (
         commit: once(
           "commit",
           Effect.gen(function*() {
-            const tmp = internal.tempFile(path, internal.nonce())
-            yield* internal.writeTemp(fs, tmp, internal.render(Option.none(), internal.nonce()), installed.acquiredAtMs)
-            yield* fs.rename(tmp, path).pipe(Effect.ensuring(internal.removeIfExists(fs, tmp).pipe(Effect.ignore)))
+            const free = internal.render(Option.none(), internal.nonce())
+            yield* internal.replace(fs, internal.tempFile(path, internal.nonce()), path, free, installed.acquiredAtMs)
             yield* internal.removeIfExists(fs, prev)
           }).pipe(Effect.withSpan("FileLock.commit"))
         ),

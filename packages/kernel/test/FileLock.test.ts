@@ -50,6 +50,14 @@ layer(NodeContext.layer)("FileLock", (it) => {
       expect(Option.map(status, (s) => s.pid)).toEqual(Option.some(Option.none()))
       expect(yield* FileLock.lastRun(file)).toEqual(Option.some(new Date(T)))
       expect(leftovers(dir, file)).toEqual([])
+      // Times that are not whole seconds are stamped to the millisecond as well.
+      const odd = path.join(dir, "odd")
+      for (const ms of [1, 123, 999, 456_789]) {
+        yield* TestClock.setTime(T + ms)
+        yield* Effect.scoped(Effect.flatMap(FileLock.acquire(odd), (held) => held.commit))
+        expect(fs.statSync(odd).mtimeMs).toBe(T + ms)
+      }
+      yield* TestClock.setTime(T + 30 * 60_000)
       // A committed lock is free: the next acquisition sees the last run as its previous.
       const next = yield* Effect.scoped(
         Effect.map(FileLock.acquire(file), (held) => held.previous)
@@ -231,6 +239,36 @@ layer(NodeContext.layer)("FileLock", (it) => {
       fs.writeFileSync(claim, `${pid}\nffffffffffffffffffff\n`)
       fs.utimesSync(claim, new Date(T), new Date(T))
       yield* Effect.scoped(Effect.flatMap(FileLock.acquire(file), (held) => held.commit))
+      expect(leftovers(dir, file)).toEqual([])
+    }))
+
+  it.scoped("many contenders taking over one dead holder's lock at once: exactly one wins, every round", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T)
+      const dir = yield* tempDir
+      const file = path.join(dir, "lock")
+      const dead = yield* deadPid
+      for (let round = 0; round < 40; round++) {
+        const nonce = round.toString(16).padStart(20, "0")
+        fs.writeFileSync(file, `${dead}\n${nonce}\n`)
+        // Staggered by 0..31 file system round trips, so that some read
+        // the dead holder's version just before the winner replaces it.
+        const contender = (k: number) =>
+          Effect.zipRight(
+            Effect.forEach(Array.from({ length: k }), () => Effect.promise(() => fs.promises.stat(dir))),
+            Effect.either(FileLock.acquire(file))
+          )
+        const results = yield* Effect.scoped(
+          Effect.all(Array.from({ length: 32 }, (_, k) => contender(k)), { concurrency: "unbounded" })
+        )
+        const winners = results.filter((result) => result._tag === "Right")
+        expect(winners.length).toBe(1)
+        for (const result of results) {
+          if (result._tag === "Left") expect(result.left._tag).toBe("LockHeld")
+        }
+        // The winner's scope closed: it had no previous version, so the lock is gone.
+        expect(fs.existsSync(file)).toBe(false)
+      }
       expect(leftovers(dir, file)).toEqual([])
     }))
 

@@ -94,7 +94,28 @@ export const writeTemp = (
   mtimeMs: number
 ): Effect.Effect<void, PlatformError> =>
   fs.writeFileString(file, content, { flag: "wx", mode: 0o600 }).pipe(
-    Effect.zipRight(fs.utimes(file, new Date(mtimeMs), new Date(mtimeMs)))
+    Effect.zipRight(fs.utimes(file, utime(mtimeMs), utime(mtimeMs)))
+  )
+
+/**
+ * Seconds for `utimes` that read back as exactly `ms` milliseconds. Node
+ * hands libuv a double of seconds, which keeps whole microseconds by
+ * truncation; `1767225600.123` is stored a hair below and would read back
+ * as `…122.999` ms. Half a microsecond more truncates to the intended value.
+ */
+export const utime = (ms: number): number => ms / 1000 + 5e-7
+
+/** Writes a version to `tmp` and renames it over `file` (an atomic replace). */
+export const replace = (
+  fs: FileSystem.FileSystem,
+  tmp: string,
+  file: string,
+  content: string,
+  mtimeMs: number
+): Effect.Effect<void, PlatformError> =>
+  writeTemp(fs, tmp, content, mtimeMs).pipe(
+    Effect.zipRight(fs.rename(tmp, file)),
+    Effect.onError(() => removeIfExists(fs, tmp).pipe(Effect.ignore))
   )
 
 export const removeIfExists = (fs: FileSystem.FileSystem, file: string): Effect.Effect<void, PlatformError> =>
