@@ -217,7 +217,9 @@ const attempt = (
         Effect.catchIf(internal.isNotFound, () => Effect.succeed(false))
       )
       const previous = kept ? yield* fs.stat(prev).pipe(Effect.map((info) => info.mtime)) : Option.none<Date>()
-      yield* internal.replace(fs, tmp, path, internal.render(Option.some(pid), nonce), now)
+      yield* internal.replace(fs, tmp, path, internal.render(Option.some(pid), nonce), now).pipe(
+        Effect.onError(() => internal.removeIfExists(fs, prev).pipe(Effect.ignore))
+      )
       if (inherited !== path) yield* internal.removeIfExists(fs, inherited)
       return Option.some({ nonce, acquiredAtMs: now, previous })
     }).pipe(Effect.ensuring(internal.release(fs, claim)))
