@@ -227,9 +227,14 @@ export const CliRequests = {
   request_user_dialog: envelope(RequestUserDialog)
 } as const
 
+export type CliRequestPayload = Schema.Schema.Type<(typeof CliRequests)[keyof typeof CliRequests]>["request"]
+
 /** A request the CLI sends to the host. */
-export type CliRequest = Schema.Schema.Type<(typeof CliRequests)[keyof typeof CliRequests]>
-export type CliRequestPayload = CliRequest["request"]
+export interface CliRequest {
+  readonly type: "control_request"
+  readonly request_id: string
+  readonly request: CliRequestPayload
+}
 
 export const HostRequests = {
   initialize: envelope(Initialize),
@@ -245,9 +250,14 @@ export const HostRequests = {
   rewind_files: envelope(RewindFiles)
 } as const
 
+export type HostRequestPayload = Schema.Schema.Type<(typeof HostRequests)[keyof typeof HostRequests]>["request"]
+
 /** A request the host sends to the CLI. */
-export type HostRequest = Schema.Schema.Type<(typeof HostRequests)[keyof typeof HostRequests]>
-export type HostRequestPayload = HostRequest["request"]
+export interface HostRequest {
+  readonly type: "control_request"
+  readonly request_id: string
+  readonly request: HostRequestPayload
+}
 
 export const SuccessResponse = Schema.Struct({
   type: Schema.Literal("control_response"),
@@ -287,8 +297,8 @@ export const nestedSubtype = (field: "request" | "response") => (json: { readonl
 // Constructors
 // ---------------------------------------------------------------------------
 
-export const request = <P extends HostRequestPayload>(request_id: string, request: P) => ({
-  type: "control_request" as const,
+export const request = (request_id: string, request: HostRequestPayload): HostRequest => ({
+  type: "control_request",
   request_id,
   request
 })

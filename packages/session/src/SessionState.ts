@@ -1,0 +1,182 @@
+/**
+ * A session's observable state, in the three layers of the CLI's own design:
+ * identity and counters (process state), app state (mode, model, MCP servers,
+ * tasks, pending permissions, status), and liveness. UI state stays with the
+ * host's client.
+ *
+ * `apply` folds one stdout message into the state; it is pure, so the same
+ * fold can rebuild a state from an event log.
+ */
+import type { CliMessage } from "@skein/protocol"
+
+export type Status = "starting" | "idle" | "running" | "requires_action" | "exited"
+
+export interface Counters {
+  /** The CLI's cumulative cost for this process, from the latest `result`. */
+  readonly costUsd: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadInputTokens: number
+  readonly cacheCreationInputTokens: number
+  /** `result` messages seen. */
+  readonly results: number
+  /** Per model, cumulative, from the latest `result`. */
+  readonly modelUsage: { readonly [model: string]: CliMessage.ModelUsage }
+}
+
+export interface BackgroundTask {
+  readonly taskId: string
+  readonly taskType: string
+  readonly description: string
+  readonly status: string
+}
+
+export interface PendingPermission {
+  readonly requestId: string
+  readonly toolName: string
+  readonly toolUseId: string
+  readonly input: { readonly [key: string]: unknown }
+}
+
+export interface McpServer {
+  readonly name: string
+  readonly status: string
+}
+
+export interface SessionState {
+  // identity
+  readonly sessionId: string | undefined
+  /** The session this one was resumed or forked from. */
+  readonly parentSessionId: string | undefined
+  readonly cwd: string
+  readonly transcriptPath: string | undefined
+  readonly counters: Counters
+  // app state
+  readonly status: Status
+  readonly model: string | undefined
+  readonly permissionMode: string | undefined
+  readonly tools: ReadonlyArray<string>
+  readonly mcpServers: ReadonlyArray<McpServer>
+  readonly backgroundTasks: ReadonlyArray<BackgroundTask>
+  readonly pendingPermissions: ReadonlyArray<PendingPermission>
+  /** The last `system/status` (`requesting`, `compacting`, or null when cleared). */
+  readonly lastStatus: string | null
+  // liveness
+  readonly lastSeenAt: number
+  readonly pid: number | undefined
+}
+
+export const emptyCounters: Counters = {
+  costUsd: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadInputTokens: 0,
+  cacheCreationInputTokens: 0,
+  results: 0,
+  modelUsage: {}
+}
+
+export const initial = (options: { readonly cwd: string; readonly parentSessionId?: string | undefined }): SessionState => ({
+  sessionId: undefined,
+  parentSessionId: options.parentSessionId,
+  cwd: options.cwd,
+  transcriptPath: undefined,
+  counters: emptyCounters,
+  status: "starting",
+  model: undefined,
+  permissionMode: undefined,
+  tools: [],
+  mcpServers: [],
+  backgroundTasks: [],
+  pendingPermissions: [],
+  lastStatus: null,
+  lastSeenAt: 0,
+  pid: undefined
+})
+
+const status = (state: string): Status | undefined =>
+  state === "idle" || state === "running" || state === "requires_action" ? state : undefined
+
+const addResult = (counters: Counters, result: CliMessage.Result): Counters => ({
+  costUsd: result.total_cost_usd,
+  inputTokens: counters.inputTokens + result.usage.input_tokens,
+  outputTokens: counters.outputTokens + result.usage.output_tokens,
+  cacheReadInputTokens: counters.cacheReadInputTokens + (result.usage.cache_read_input_tokens ?? 0),
+  cacheCreationInputTokens: counters.cacheCreationInputTokens + (result.usage.cache_creation_input_tokens ?? 0),
+  results: counters.results + 1,
+  modelUsage: result.modelUsage
+})
+
+const upsertTask = (tasks: ReadonlyArray<BackgroundTask>, task: BackgroundTask): ReadonlyArray<BackgroundTask> =>
+  tasks.some((t) => t.taskId === task.taskId)
+    ? tasks.map((t) => t.taskId === task.taskId ? { ...t, ...task } : t)
+    : [...tasks, task]
+
+const terminalTaskStatuses = new Set(["completed", "failed", "killed", "stopped"])
+
+/** Fold one stdout message into the state. */
+export const apply = (state: SessionState, message: CliMessage.CliMessage, now: number): SessionState => {
+  const seen = { ...state, lastSeenAt: now }
+  switch (message.type) {
+    case "result":
+      return { ...seen, counters: addResult(state.counters, message) }
+    case "system":
+      switch (message.subtype) {
+        case "init":
+          return {
+            ...seen,
+            sessionId: message.session_id,
+            model: message.model,
+            permissionMode: message.permissionMode,
+            tools: message.tools,
+            mcpServers: message.mcp_servers.map((s) => ({ name: s.name, status: s.status }))
+          }
+        case "session_state_changed": {
+          const next = status(message.state)
+          return next === undefined ? seen : { ...seen, status: next }
+        }
+        case "status":
+          return {
+            ...seen,
+            lastStatus: message.status,
+            permissionMode: message.permissionMode ?? state.permissionMode
+          }
+        case "background_tasks_changed":
+          return {
+            ...seen,
+            backgroundTasks: message.tasks.map((t) => ({
+              taskId: t.task_id,
+              taskType: t.task_type,
+              description: t.description,
+              status: state.backgroundTasks.find((b) => b.taskId === t.task_id)?.status ?? "running"
+            }))
+          }
+        case "task_started":
+          return {
+            ...seen,
+            backgroundTasks: message.is_backgrounded === false ? state.backgroundTasks : upsertTask(state.backgroundTasks, {
+              taskId: message.task_id,
+              taskType: message.task_type ?? "local_agent",
+              description: message.description,
+              status: "running"
+            })
+          }
+        case "task_updated": {
+          const next = message.patch.status
+          if (next === undefined) return seen
+          return {
+            ...seen,
+            backgroundTasks: terminalTaskStatuses.has(next)
+              ? state.backgroundTasks.filter((t) => t.taskId !== message.task_id)
+              : state.backgroundTasks.map((t) => t.taskId === message.task_id ? { ...t, status: next } : t)
+          }
+        }
+        case "task_notification":
+          return { ...seen, backgroundTasks: state.backgroundTasks.filter((t) => t.taskId !== message.task_id) }
+        default:
+          return seen
+      }
+    default:
+      return seen
+  }
+}

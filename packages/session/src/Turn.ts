@@ -1,0 +1,76 @@
+/**
+ * A turn: one user message and all the work it causes, up to the
+ * authoritative end of work.
+ *
+ * A `result` is not the end: while background tasks run the CLI reports
+ * `result` and even `idle`, then a task notification starts a follow-up with
+ * a second `result`. The turn ends at an `idle` with no background task live.
+ */
+import type { CliMessage, Lenient } from "@skein/protocol"
+import type * as Effect from "effect/Effect"
+import type * as Stream from "effect/Stream"
+import type { TurnError } from "./SessionError.js"
+
+/** Every message and diagnostic the session saw, in order. */
+export type SessionEvent = Lenient.Decoded<CliMessage.CliMessage>
+
+export interface TurnUsage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadInputTokens: number
+  readonly cacheCreationInputTokens: number
+}
+
+export interface TurnSummary {
+  /** Every `result` of the turn, follow-ups after task notifications included. */
+  readonly results: ReadonlyArray<CliMessage.Result>
+  /** The text of the last successful result. */
+  readonly text: string | undefined
+  readonly usage: TurnUsage
+  /** What this turn added to the session's cumulative cost. */
+  readonly costUsd: number
+  readonly stopReason: string | null
+  /** True when `interrupt` ended the turn. */
+  readonly interrupted: boolean
+  /** True when a result reported an error. */
+  readonly isError: boolean
+}
+
+export interface Turn {
+  /** Numbered from 1 in the order of `send`. */
+  readonly index: number
+  /** This turn's events, from its send to its end. Fails if the CLI exits first. */
+  readonly events: Stream.Stream<SessionEvent, TurnError>
+  /** Waits for the end of the turn. */
+  readonly result: Effect.Effect<TurnSummary, TurnError>
+}
+
+export const emptyUsage: TurnUsage = {
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadInputTokens: 0,
+  cacheCreationInputTokens: 0
+}
+
+export const summarize = (
+  results: ReadonlyArray<CliMessage.Result>,
+  options: { readonly costBefore: number; readonly interrupted: boolean }
+): TurnSummary => {
+  const usage = results.reduce<TurnUsage>((u, r) => ({
+    inputTokens: u.inputTokens + r.usage.input_tokens,
+    outputTokens: u.outputTokens + r.usage.output_tokens,
+    cacheReadInputTokens: u.cacheReadInputTokens + (r.usage.cache_read_input_tokens ?? 0),
+    cacheCreationInputTokens: u.cacheCreationInputTokens + (r.usage.cache_creation_input_tokens ?? 0)
+  }), emptyUsage)
+  const last = results.at(-1)
+  const lastSuccess = results.findLast((r): r is CliMessage.ResultSuccess => r.subtype === "success")
+  return {
+    results,
+    text: lastSuccess?.result,
+    usage,
+    costUsd: last === undefined ? 0 : Math.max(0, last.total_cost_usd - options.costBefore),
+    stopReason: last?.stop_reason ?? null,
+    interrupted: options.interrupted,
+    isError: results.some((r) => r.is_error)
+  }
+}

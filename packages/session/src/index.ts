@@ -1,0 +1,10 @@
+/**
+ * @skein/session: the Claude Code session actor and its control protocol.
+ */
+export * as Session from "./Session.js"
+export * as SessionError from "./SessionError.js"
+export * as SessionState from "./SessionState.js"
+export * as Turn from "./Turn.js"
+export * as Permissions from "./Permissions.js"
+export * as Hooks from "./Hooks.js"
+export * as Elicitation from "./Elicitation.js"

@@ -1,0 +1,38 @@
+/**
+ * Where the Claude Code CLI lives: the installed `@anthropic-ai/claude-code`
+ * package first (its native binary), then `claude` on PATH.
+ */
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import { createRequire } from "node:module"
+import * as Path from "node:path"
+import { CliNotFound } from "../SessionError.js"
+
+const isExecutable = (file: string): boolean => {
+  try {
+    Fs.accessSync(file, Fs.constants.X_OK)
+    return Fs.statSync(file).isFile()
+  } catch {
+    return false
+  }
+}
+
+const fromPackage = (): string | undefined => {
+  try {
+    const manifest = createRequire(import.meta.url).resolve("@anthropic-ai/claude-code/package.json")
+    const dir = Path.dirname(manifest)
+    return [Path.join(dir, "bin", "claude.exe"), Path.join(dir, "bin", "claude"), Path.join(dir, "cli.js")]
+      .find(isExecutable)
+  } catch {
+    return undefined
+  }
+}
+
+export const resolve: Effect.Effect<string, CliNotFound> = Effect.suspend(() => {
+  const installed = fromPackage()
+  if (installed !== undefined) return Effect.succeed(installed)
+  const dirs = (process.env.PATH ?? "").split(Path.delimiter).filter((d) => d.length > 0)
+  const onPath = dirs.map((d) => Path.join(d, "claude")).find(isExecutable)
+  if (onPath !== undefined) return Effect.succeed(onPath)
+  return Effect.fail(new CliNotFound({ searched: ["@anthropic-ai/claude-code", ...dirs.map((d) => Path.join(d, "claude"))] }))
+})
