@@ -217,7 +217,9 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
         })
 
       const awaitExit = Deferred.await(exited)
-      const waitFor = (grace: Duration.Duration) => Effect.timeoutOption(awaitExit, grace)
+      // Interruptible: the stop also runs inside the (uninterruptible) scope
+      // finalizer, where a timeout could not otherwise cut the wait short.
+      const waitFor = (grace: Duration.Duration) => Effect.timeoutOption(Effect.interruptible(awaitExit), grace)
 
       const stop = Effect.gen(function*() {
         yield* closeStdin
@@ -254,7 +256,7 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
       }
 
       const release = Effect.gen(function*() {
-        const ended = yield* stop.pipe(Effect.timeoutOption(Duration.sum(
+        const ended = yield* Effect.interruptible(stop).pipe(Effect.timeoutOption(Duration.sum(
           Duration.sum(timeouts.stdinGrace, timeouts.termGrace),
           killWait
         )))
