@@ -4,3 +4,4 @@
 export * as ResumeLoader from "./ResumeLoader.js"
 export * as Branch from "./Branch.js"
 export * as TranscriptLayout from "./TranscriptLayout.js"
+export * as TranscriptStore from "./TranscriptStore.js"
