@@ -70,6 +70,12 @@ export interface SessionOptions {
   readonly settings?: string | undefined
   readonly maxTurns?: number | undefined
   readonly includePartialMessages?: boolean | undefined
+  /**
+   * Ask the host about permissions over the bus (`--permission-prompt-tool stdio`).
+   * Defaults to whether a Permissions service is provided; without one, every
+   * request is denied with a message saying so.
+   */
+  readonly permissionPromptTool?: boolean | undefined
   readonly resume?: string | undefined
   readonly forkSession?: boolean | undefined
   readonly continue?: boolean | undefined
@@ -167,7 +173,7 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   }
 
   const command = options.executable ?? (yield* Executable.resolve)
-  const args = Args.build({ ...options, permissionPromptTool: Option.isSome(permissions) })
+  const args = Args.build({ ...options, permissionPromptTool: options.permissionPromptTool ?? Option.isSome(permissions) })
   const child = yield* host.spawn({
     command,
     args: [...(options.executableArgs ?? []), ...args],
