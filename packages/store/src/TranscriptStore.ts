@@ -18,8 +18,9 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Actor } from "@skein/kernel"
-import { Lenient, Transcript } from "@skein/protocol"
+import * as Actor from "@skein/kernel/Actor"
+import * as Lenient from "@skein/protocol/Lenient"
+import * as Transcript from "@skein/protocol/Transcript"
 import {
   Context,
   Duration,

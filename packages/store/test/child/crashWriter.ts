@@ -17,8 +17,8 @@ const entry = (n: number) => ({
   sessionId,
   timestamp: new Date(0).toISOString(),
   cwd: "/crash",
-  // Sizes from a few bytes to ~200 KB, so that some writes tear.
-  message: { role: "user", content: `n=${n} ${"x".repeat(n % 7 === 0 ? 200_000 : (n * 997) % 3000)}` }
+  // Sizes from a few bytes to 4 MB: a kill can land in the middle of a large write.
+  message: { role: "user", content: `n=${n} ${"x".repeat(n % 4 === 1 ? 4_000_000 : (n * 997) % 3000)}` }
 })
 
 const program = Effect.gen(function*() {
