@@ -15,7 +15,9 @@
  *   summary) and the anchor's other children hang under the segment's tail;
  * - requests carry user and assistant entries in chain order, consecutive
  *   entries of one role merged into one message; attachments (even those
- *   with a `rendered` text) and system entries add no message.
+ *   with a `rendered` text) and system entries add no message;
+ * - thinking blocks written by another model than the request's are
+ *   dropped (their signatures do not carry over): see `Options.model`.
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -126,6 +128,12 @@ export interface Options {
   readonly metadataWindow?: number | undefined
   /** Longest line considered; default 64 MiB. */
   readonly maxLineBytes?: number | undefined
+  /**
+   * The model the resumed session will use. The CLI sends thinking blocks
+   * only of assistant messages that model wrote; with this set, `messages`
+   * drops the others too. `entries` always keep them.
+   */
+  readonly model?: string | undefined
 }
 
 export const title = (metadata: Metadata): string | undefined => metadata.customTitle ?? metadata.aiTitle
@@ -214,13 +222,21 @@ const withParent = (entry: Transcript.ChainEntry, parentUuid: string | null): Tr
 const asUserBlocks = (content: Anthropic.MessageParam["content"]): Array<Anthropic.ContentBlock> =>
   typeof content === "string" ? [{ type: "text", text: content }] : [...content]
 
+const isThinking = (block: Anthropic.ContentBlock): boolean =>
+  block.type === "thinking" || block.type === "redacted_thinking"
+
 /** The messages one chain entry contributes to a request. */
-const contribution = (entry: Transcript.ChainEntry): Option.Option<Anthropic.MessageParam> => {
+const contribution = (entry: Transcript.ChainEntry, model: string | undefined): Option.Option<Anthropic.MessageParam> => {
   switch (entry.type) {
     case "user":
       return Option.some({ role: "user", content: entry.message.content })
-    case "assistant":
-      return Option.some({ role: "assistant", content: entry.message.content })
+    case "assistant": {
+      if (model === undefined || entry.message.model === model) {
+        return Option.some({ role: "assistant", content: entry.message.content })
+      }
+      const content = entry.message.content.filter((block) => !isThinking(block))
+      return content.length === 0 ? Option.none() : Option.some({ role: "assistant", content })
+    }
     case "attachment":
     case "system":
       return Option.none()
@@ -231,10 +247,13 @@ const contribution = (entry: Transcript.ChainEntry): Option.Option<Anthropic.Mes
  * Merges consecutive messages of one role, as the CLI does before a request.
  * A user text block followed by more user content gets a trailing newline.
  */
-export const toMessages = (entries: ReadonlyArray<Transcript.ChainEntry>): ReadonlyArray<Anthropic.MessageParam> => {
+export const toMessages = (
+  entries: ReadonlyArray<Transcript.ChainEntry>,
+  options: { readonly model?: string | undefined } = {}
+): ReadonlyArray<Anthropic.MessageParam> => {
   const out: Array<Anthropic.MessageParam> = []
   for (const entry of entries) {
-    const next = contribution(entry)
+    const next = contribution(entry, options.model)
     if (Option.isNone(next)) continue
     const last = out[out.length - 1]
     if (last === undefined || last.role !== next.value.role) {
@@ -480,7 +499,7 @@ const loadFile = (file: FileSystem.File, path: string, size: number, options: Op
       sessionId,
       boundary: Option.fromNullable(boundary),
       entries: chain,
-      messages: toMessages(chain),
+      messages: toMessages(chain, { model: options.model }),
       leafUuid: leaf,
       metadata,
       usage,

@@ -235,6 +235,35 @@ layer(NodeContext.layer)("ResumeLoader", (it) => {
       expect(view.unknownTypes).toEqual({ "api-request-blob": 1 })
     }))
 
+  it.scoped("with a model, drops thinking blocks another model wrote, as the CLI does", () =>
+    Effect.gen(function*() {
+      const thinkingOf = (uuid: string, parent: string | null, model: string): E.Line => {
+        const base = E.assistant(uuid, parent, "visible", { id: `msg_${uuid}` })
+        const message = base["message"]
+        return {
+          ...base,
+          message: {
+            ...(typeof message === "object" ? message : {}),
+            model,
+            content: [{ type: "thinking", thinking: "hidden", signature: "sig" }, { type: "text", text: "visible" }]
+          }
+        }
+      }
+      const path = yield* write([
+        E.user("u1", null, "q1"),
+        thinkingOf("a1", "u1", "model-old"),
+        E.user("u2", "a1", "q2"),
+        thinkingOf("a2", "u2", "model-new")
+      ])
+      const all = yield* ResumeLoader.load(path)
+      expect(texts(all)).toEqual(["user:q1", "assistant:hidden|visible", "user:q2", "assistant:hidden|visible"].map((t) =>
+        t.replace("hidden", "thinking")
+      ))
+      const forNew = yield* ResumeLoader.load(path, { model: "model-new" })
+      expect(texts(forNew)).toEqual(["user:q1", "assistant:visible", "user:q2", "assistant:thinking|visible"])
+      expect(forNew.entries).toEqual(all.entries)
+    }))
+
   it.scoped("a missing file is TranscriptNotFound", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(ResumeLoader.load("/nonexistent/skein/session.jsonl"))
