@@ -2,6 +2,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, layer } from "@effect/vitest"
 import { TranscriptLayout, TranscriptStore } from "@skein/store"
+import type { Scope } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as Path from "node:path"
 
@@ -43,7 +44,7 @@ const queued = { type: "queue-operation", operation: "enqueue", timestamp: "2026
 
 /** A fresh config root per test, with the store over it. */
 const withStore = <A, E>(
-  f: (ctx: { readonly root: string; readonly store: TranscriptStore.TranscriptStore["Type"] }) => Effect.Effect<A, E, FileSystem.FileSystem>
+  f: (ctx: { readonly root: string; readonly store: TranscriptStore.TranscriptStore["Type"] }) => Effect.Effect<A, E, FileSystem.FileSystem | Scope.Scope>
 ) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
