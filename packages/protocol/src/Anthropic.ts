@@ -13,7 +13,7 @@
  * @since 0.0.0
  */
 import { Schema } from "effect"
-import { JsonObject, StringArray } from "./Json.js"
+import { JsonObject, OtherTag, StringArray } from "./Json.js"
 
 
 /** @since 0.0.0 */
@@ -168,11 +168,7 @@ export const knownBlockTypes: ReadonlySet<string> = new Set([
  * @since 0.0.0
  */
 export const OtherBlock = Schema.Struct({
-  type: Schema.String.pipe(
-    Schema.filter((type) => !knownBlockTypes.has(type), {
-      message: () => "a block of a known type must match that type's schema"
-    })
-  )
+  type: OtherTag(knownBlockTypes, "block")
 })
 /** @since 0.0.0 */
 export interface OtherBlock extends Schema.Schema.Type<typeof OtherBlock> {}
@@ -474,11 +470,7 @@ export const knownDeltaTypes: ReadonlySet<string> = new Set([
  * @since 0.0.0
  */
 export const OtherDelta = Schema.Struct({
-  type: Schema.String.pipe(
-    Schema.filter((type) => !knownDeltaTypes.has(type), {
-      message: () => "a delta of a known type must match that type's schema"
-    })
-  )
+  type: OtherTag(knownDeltaTypes, "delta")
 })
 /** @since 0.0.0 */
 export interface OtherDelta extends Schema.Schema.Type<typeof OtherDelta> {}

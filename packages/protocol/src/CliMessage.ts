@@ -9,7 +9,7 @@ import * as Schema from "effect/Schema"
 import * as Anthropic from "./Anthropic.js"
 import * as Control from "./Control.js"
 import * as Lenient from "./Lenient.js"
-import { JsonObject, StringArray } from "./Json.js"
+import { JsonObject, OtherTag, StringArray } from "./Json.js"
 
 const optional = Schema.optional
 const NullableString = Schema.NullOr(Schema.String)
@@ -68,11 +68,7 @@ const knownStreamEventTypes: ReadonlySet<string> = new Set([
 
 /** A stream event of a type the Messages API added later: kept, not rejected. */
 export const OtherStreamEvent = Schema.Struct({
-  type: Schema.String.pipe(
-    Schema.filter((type) => !knownStreamEventTypes.has(type), {
-      message: () => "an event of a known type must match that type's schema"
-    })
-  )
+  type: OtherTag(knownStreamEventTypes, "stream event")
 })
 export interface OtherStreamEvent extends Schema.Schema.Type<typeof OtherStreamEvent> {}
 

@@ -29,3 +29,15 @@ export const StringArray: Schema.Schema<ReadonlyArray<string>> = Schema.declare(
   identifier: "StringArray",
   description: "an array of strings"
 })
+
+/**
+ * The `type` of an open union's catch-all member: any string outside the known
+ * set. A value of a known type must then match that type's own schema, so a
+ * malformed known value is reported instead of passing as "other".
+ */
+export const OtherTag = (known: ReadonlySet<string>, kind: string): Schema.filter<typeof Schema.String> =>
+  Schema.String.pipe(
+    Schema.filter((tag) => !known.has(tag), {
+      message: () => `a ${kind} of a known type must match that type's schema`
+    })
+  )

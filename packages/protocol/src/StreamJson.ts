@@ -8,6 +8,19 @@ import * as HostMessage from "./HostMessage.js"
 import * as Lenient from "./Lenient.js"
 import * as Ndjson from "./Ndjson.js"
 
+/**
+ * The flags that put the CLI on the bus: stream-json both ways, and
+ * `--verbose`, which stream-json output requires.
+ */
+export const busArgs: ReadonlyArray<string> = [
+  "-p",
+  "--output-format",
+  "stream-json",
+  "--input-format",
+  "stream-json",
+  "--verbose"
+]
+
 /** Decode the CLI's stdout. Never fails on bad data; only if `self` fails. */
 export const decodeStdout = <E, R>(
   self: Stream.Stream<Uint8Array, E, R>,

@@ -50,7 +50,8 @@ import {
 import * as SessionState from "./SessionState.js"
 import { type SessionEvent, summarize, type Turn, type TurnSummary } from "./Turn.js"
 
-export interface SessionOptions {
+/** CLI flags (`model`, `resume`, `allowedTools`, …) plus how and where the process runs. */
+export interface SessionOptions extends Args.FlagOptions {
   readonly cwd: string
   /** The CLI to run; by default the installed `@anthropic-ai/claude-code`, else `claude` on PATH. */
   readonly executable?: string | undefined
@@ -61,25 +62,6 @@ export interface SessionOptions {
   readonly envMode?: "merge" | "replace" | undefined
   /** Sets `CLAUDE_CONFIG_DIR`, where the CLI keeps its transcripts. */
   readonly configDir?: string | undefined
-  readonly model?: string | undefined
-  readonly permissionMode?: string | undefined
-  readonly allowedTools?: ReadonlyArray<string> | undefined
-  readonly disallowedTools?: ReadonlyArray<string> | undefined
-  readonly appendSystemPrompt?: string | undefined
-  readonly bare?: boolean | undefined
-  readonly settings?: string | undefined
-  readonly maxTurns?: number | undefined
-  readonly includePartialMessages?: boolean | undefined
-  /**
-   * Ask the host about permissions over the bus (`--permission-prompt-tool stdio`).
-   * Defaults to whether a Permissions service is provided; without one, every
-   * request is denied with a message saying so.
-   */
-  readonly permissionPromptTool?: boolean | undefined
-  readonly resume?: string | undefined
-  readonly forkSession?: boolean | undefined
-  readonly continue?: boolean | undefined
-  readonly extraArgs?: ReadonlyArray<string> | undefined
   /** Default timeout of host → CLI control requests; none by default. */
   readonly requestTimeout?: Duration.DurationInput | undefined
   /** Fail the session when the CLI says nothing (not even keep_alive) for this long. Off by default. */

@@ -5,6 +5,7 @@
  *
  * @since 0.0.0
  */
+import { StreamJson } from "@skein/protocol"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeStream from "@effect/platform-node/NodeStream"
@@ -82,14 +83,7 @@ export const executable: Effect.Effect<string, ClaudeCliNotFound> = Effect.gen(f
  *
  * @since 0.0.0
  */
-export const streamJsonArgs: ReadonlyArray<string> = [
-  "-p",
-  "--output-format",
-  "stream-json",
-  "--input-format",
-  "stream-json",
-  "--verbose"
-]
+export const streamJsonArgs: ReadonlyArray<string> = StreamJson.busArgs
 
 /**
  * Options that keep a test run lean: `--bare` skips hooks, plugins, LSP,

@@ -16,6 +16,7 @@
  *
  * @since 0.0.0
  */
+import { StreamJson } from "@skein/protocol"
 import { Schema } from "effect"
 import { createRequire } from "node:module"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -184,6 +185,27 @@ const turnStart = (id: Messages.Ids, options?: ScenarioOptions): Script => [
 ]
 
 /**
+ * One ordinary turn: wait for the host's user message, then system/init,
+ * `running`, the steps of `during` (if any), an assistant text, a success
+ * `result` and `idle`. Scripts may chain several; the process goes on with
+ * whatever steps follow.
+ */
+export const textTurn = (
+  text: string,
+  options?: ScenarioOptions & { readonly during?: Script }
+): Script => {
+  const id = ids(options)
+  return [
+    ...turnStart(id, options),
+    emit(Messages.sessionStateChanged(id, "running")),
+    ...(options?.during ?? []),
+    emit(Messages.assistantText(id, text)),
+    emit(Messages.result(id, { subtype: "success", result: text, numTurns: 1, durationMs: 400, costUsd: 0.001 })),
+    emit(Messages.sessionStateChanged(id, "idle"))
+  ]
+}
+
+/**
  * Garbage between good lines: invalid JSON, a line that is not an object, an
  * unknown message type, invalid UTF-8, a blank line, and a final partial line
  * with no newline. Then the process exits 0.
@@ -317,14 +339,7 @@ export const backgroundTaskWithLateResult = (
 // ---------------------------------------------------------------------------
 
 /** The flags a host passes to the real CLI; the fake ignores them. */
-export const defaultCliArgs: ReadonlyArray<string> = [
-  "-p",
-  "--output-format",
-  "stream-json",
-  "--input-format",
-  "stream-json",
-  "--verbose"
-]
+export const defaultCliArgs: ReadonlyArray<string> = StreamJson.busArgs
 
 export interface Command {
   readonly command: string

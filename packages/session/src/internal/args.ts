@@ -1,9 +1,15 @@
 /**
- * Session options to CLI flags. The bus flags are fixed: stream-json both
- * ways, and `--verbose`, which stream-json output requires.
+ * Session options to CLI flags, after the fixed bus flags.
  */
+import { StreamJson } from "@skein/protocol"
+
 export interface FlagOptions {
   readonly includePartialMessages?: boolean | undefined
+  /**
+   * Ask the host about permissions over the bus (`--permission-prompt-tool stdio`).
+   * The session defaults it to whether a Permissions service is provided;
+   * without one, every request is denied with a message saying so.
+   */
   readonly permissionPromptTool?: boolean | undefined
   readonly resume?: string | undefined
   readonly forkSession?: boolean | undefined
@@ -19,17 +25,8 @@ export interface FlagOptions {
   readonly extraArgs?: ReadonlyArray<string> | undefined
 }
 
-export const busArgs: ReadonlyArray<string> = [
-  "-p",
-  "--output-format",
-  "stream-json",
-  "--input-format",
-  "stream-json",
-  "--verbose"
-]
-
 export const build = (options: FlagOptions): ReadonlyArray<string> => {
-  const args = [...busArgs]
+  const args = [...StreamJson.busArgs]
   const flag = (name: string, on: boolean | undefined) => {
     if (on === true) args.push(name)
   }
