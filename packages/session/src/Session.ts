@@ -602,7 +602,11 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
       ),
     setModel: (model) =>
       request({ subtype: "set_model", model }).pipe(
-        Effect.zipRight(SubscriptionRef.update(state, (s) => ({ ...s, model: model ?? s.model })))
+        // The CLI answers with the model it actually chose: it maps aliases and falls back on names it does not know.
+        Effect.flatMap((response) => {
+          const chosen = response?.["model"]
+          return SubscriptionRef.update(state, (s) => ({ ...s, model: typeof chosen === "string" ? chosen : model ?? s.model }))
+        })
       ),
     setMaxThinkingTokens: (tokens) => unit(request({ subtype: "set_max_thinking_tokens", max_thinking_tokens: tokens })),
     stopTask: (taskId) => unit(request({ subtype: "stop_task", task_id: taskId })),

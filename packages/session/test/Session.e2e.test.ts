@@ -164,6 +164,14 @@ describe("Session e2e with the real CLI", () => {
       const after = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(body(after).model).toBe("claude-sonnet-4-5")
       expect(FakeModel.messagesText(after)).toContain("two")
+
+      // A retired name the CLI maps to another: the state shows the model the CLI chose instead, as the next request does.
+      yield* session.setModel("claude-opus-4-1")
+      const chosen = (yield* session.state.get).model
+      expect(chosen).not.toBe("claude-opus-4-1")
+      yield* Effect.flatMap(session.send("three"), (t) => t.result)
+      const third = yield* model.awaitRequest(2, FakeModel.isConversation)
+      expect(body(third).model).toBe(chosen)
     }).pipe(Effect.provide(Live.layer)))
 
   it.scopedLive("setPermissionMode takes effect: in plan mode FakeModel's next request carries the plan-mode instructions", () =>
