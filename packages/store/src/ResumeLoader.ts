@@ -134,6 +134,8 @@ export interface Options {
    * drops the others too. `entries` always keep them.
    */
   readonly model?: string | undefined
+  /** Load a subagent transcript, whose entries are all sidechain entries; by default those are skipped. */
+  readonly sidechain?: boolean | undefined
 }
 
 export const title = (metadata: Metadata): string | undefined => metadata.customTitle ?? metadata.aiTitle
@@ -343,7 +345,7 @@ const loadFile = (file: FileSystem.File, path: string, size: number, options: Op
         applyMetadata(metadata, entry, false)
         continue
       }
-      if (entry.isSidechain) continue
+      if (entry.isSidechain !== (options.sidechain ?? false)) continue
       if (boundary === undefined && boundaryOffset >= 0 && Transcript.isCompactBoundary(entry)) boundary = entry
       sessionId = entry.sessionId
       if (!entries.has(entry.uuid)) order.push(entry.uuid)

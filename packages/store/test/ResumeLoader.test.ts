@@ -264,6 +264,16 @@ layer(NodeContext.layer)("ResumeLoader", (it) => {
       expect(forNew.entries).toEqual(all.entries)
     }))
 
+  it.scoped("loads a subagent transcript with sidechain: true", () =>
+    Effect.gen(function*() {
+      const path = yield* write([
+        { ...E.user("s1", null, "subtask"), isSidechain: true, agentId: "a1" },
+        { ...E.assistant("s2", "s1", "done"), isSidechain: true, agentId: "a1" }
+      ])
+      expect(uuids(yield* ResumeLoader.load(path))).toEqual([])
+      expect(texts(yield* ResumeLoader.load(path, { sidechain: true }))).toEqual(["user:subtask", "assistant:done"])
+    }))
+
   it.scoped("a missing file is TranscriptNotFound", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(ResumeLoader.load("/nonexistent/skein/session.jsonl"))
