@@ -17,32 +17,17 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import type { Transcript } from "@skein/protocol"
-import { Branch, ResumeLoader, TranscriptLayout } from "@skein/store"
-import { Console, Effect, Option, Schema } from "effect"
+import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/store"
+import { Console, Effect, Layer, Option, Schema } from "effect"
 import * as Path from "node:path"
 
 // ---------------------------------------------------------------------------
 // Finding sessions
 // ---------------------------------------------------------------------------
 
-interface SessionFile {
-  readonly id: string
-  readonly path: string
-  readonly project: string
-  readonly mtime: Date
-  readonly sidechain: boolean
-}
-
 class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
   query: Schema.String
 }) {}
-
-const statFile = (path: string, id: string, project: string, sidechain: boolean) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const info = yield* fs.stat(path)
-    return { id, path, project, sidechain, mtime: Option.getOrElse(info.mtime, () => new Date(0)) } satisfies SessionFile
-  })
 
 const isDirectory = (path: string) =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => fs.stat(path)).pipe(
@@ -50,56 +35,44 @@ const isDirectory = (path: string) =>
     Effect.orElseSucceed(() => false)
   )
 
-/** Sessions of one project folder; with `sidechains`, subagent transcripts too. */
-const sessionsIn = (projectDir: string, sidechains: boolean) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    if (!(yield* isDirectory(projectDir))) return []
-    const project = Path.basename(projectDir)
-    const out: Array<SessionFile> = []
-    for (const name of yield* fs.readDirectory(projectDir)) {
-      const id = TranscriptLayout.sessionIdOfFile(name)
-      if (Option.isSome(id)) {
-        out.push(yield* statFile(Path.join(projectDir, name), id.value, project, false))
-        continue
-      }
-      // `<sessionId>/subagents/agent-<id>.jsonl`
-      const subagents = Path.join(projectDir, name, "subagents")
-      if (!sidechains || !(yield* isDirectory(subagents))) continue
-      for (const sub of yield* fs.readDirectory(subagents)) {
-        if (!sub.endsWith(TranscriptLayout.transcriptExtension)) continue
-        const agentId = Path.basename(sub, TranscriptLayout.transcriptExtension)
-        out.push(yield* statFile(Path.join(subagents, sub), `${name}/${agentId}`, project, true))
-      }
-    }
-    return out
-  })
+interface SubagentFile {
+  readonly id: string
+  readonly path: string
+  readonly project: string
+  readonly mtime: Date
+}
 
-const allSessions = (root: string, sidechains: boolean) =>
+/** Subagent transcripts, `<project>/<sessionId>/subagents/agent-<id>.jsonl`: kept out of `list` unless `--all`. */
+const subagentFiles = (root: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const projects = TranscriptLayout.projectsDir(root)
-    if (!(yield* isDirectory(projects))) return []
-    const out: Array<SessionFile> = []
-    for (const name of yield* fs.readDirectory(projects)) {
-      out.push(...(yield* sessionsIn(Path.join(projects, name), sidechains)))
+    const out: Array<SubagentFile> = []
+    if (!(yield* isDirectory(projects))) return out
+    for (const project of yield* fs.readDirectory(projects)) {
+      for (const name of yield* fs.readDirectory(Path.join(projects, project)).pipe(Effect.orElseSucceed(() => []))) {
+        const dir = Path.join(projects, project, name, "subagents")
+        if (!(yield* isDirectory(dir))) continue
+        for (const file of yield* fs.readDirectory(dir)) {
+          if (!file.endsWith(TranscriptLayout.transcriptExtension)) continue
+          const path = Path.join(dir, file)
+          const info = yield* Effect.option(fs.stat(path))
+          const mtime = Option.getOrElse(Option.flatMap(info, (i) => i.mtime), () => new Date(0))
+          out.push({ id: `${name}/${Path.basename(file, TranscriptLayout.transcriptExtension)}`, path, project, mtime })
+        }
+      }
     }
     return out
   })
 
-/** An existing path, else a session id in any project, else a title (custom or AI-made). */
-const resolve = (root: string, query: string) =>
+/** An existing file (a subagent transcript too), else an id, path or title the session index knows. */
+const resolve = (query: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    if (query.endsWith(TranscriptLayout.transcriptExtension) && (yield* fs.exists(query))) return query
-    const sessions = yield* allSessions(root, false)
-    const byId = sessions.find((s) => s.id === query)
-    if (byId !== undefined) return byId.path
-    const newestFirst = [...sessions].sort((a, b) => b.mtime.getTime() - a.mtime.getTime())
-    for (const session of newestFirst) {
-      const view = yield* Effect.option(ResumeLoader.load(session.path))
-      if (Option.isSome(view) && ResumeLoader.title(view.value.metadata) === query) return session.path
-    }
+    if ((yield* fs.exists(query)) && !(yield* isDirectory(query))) return Path.resolve(query)
+    const index = yield* SessionIndex.SessionIndex
+    const found = yield* index.resolve(query)
+    if (Option.isSome(found)) return found.value.path
     return yield* new SessionNotFound({ query })
   })
 
@@ -218,49 +191,40 @@ const rootOf = Effect.gen(function*() {
   return Option.isSome(root) ? Path.resolve(root.value) : yield* Effect.orDie(TranscriptLayout.rootConfig)
 })
 
+/** Runs `effect` with a session index over the chosen root. */
+const withIndex = <A, E, R>(effect: (root: string) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(rootOf, (root) =>
+    effect(root).pipe(Effect.provide(SessionIndex.layer.pipe(Layer.provide(TranscriptLayout.layer(root))))))
+
 const list = Command.make("list", {
   cwd: Options.directory("cwd").pipe(Options.withDescription("the project's directory (default: the current one)"), Options.optional),
   all: Options.boolean("all").pipe(Options.withDescription("every project, subagent transcripts included")),
   json
 }, ({ all, cwd, json }) =>
-  Effect.gen(function*() {
-    const root = yield* rootOf
-    const found = all
-      ? yield* allSessions(root, true)
-      : yield* sessionsIn(
-        TranscriptLayout.projectDir(root, yield* TranscriptLayout.canonicalCwd(Option.getOrElse(cwd, () => process.cwd()))),
-        false
-      )
-    const rows = []
-    for (const session of [...found].sort((a, b) => b.mtime.getTime() - a.mtime.getTime())) {
-      const view = yield* Effect.either(ResumeLoader.load(session.path, { sidechain: session.sidechain }))
-      rows.push({
-        id: session.id,
-        project: session.project,
-        mtime: session.mtime.toISOString(),
-        sidechain: session.sidechain,
-        ...(view._tag === "Right"
-          ? {
-            title: ResumeLoader.title(view.right.metadata) ?? null,
-            lastPrompt: view.right.metadata.lastPrompt ?? null,
-            messages: view.right.messages.length,
-            compacted: Option.isSome(view.right.boundary),
-            diagnostics: view.right.diagnostics.filter((d) => d._tag !== "Relinked").length
-          }
-          : { error: view.left._tag })
-      })
-    }
-    if (json) return yield* Console.log(JSON.stringify(rows, null, 2))
-    if (rows.length === 0) return yield* Console.log("no sessions")
-    for (const row of rows) {
-      const label = "error" in row
-        ? `(${row.error})`
-        : `${String(row.messages).padStart(4)} msgs${row.compacted ? " (compacted)" : ""}  ${
-          oneLine(row.title ?? row.lastPrompt ?? "", 60)
-        }`
-      yield* Console.log(`${row.id}  ${row.mtime}  ${all ? `${row.project}  ` : ""}${label}`)
-    }
-  })).pipe(Command.withDescription("List sessions, newest first."))
+  withIndex((root) =>
+    Effect.gen(function*() {
+      const index = yield* SessionIndex.SessionIndex
+      const dir = yield* TranscriptLayout.canonicalCwd(Option.getOrElse(cwd, () => process.cwd()))
+      const main = yield* index.list(all ? { workers: true } : { cwd: dir })
+      const subagents = all ? yield* subagentFiles(root) : []
+      if (json) {
+        return yield* Console.log(JSON.stringify({ sessions: main, subagents }, null, 2))
+      }
+      if (main.length === 0 && subagents.length === 0) return yield* Console.log("no sessions")
+      for (const info of main) {
+        const flags = [info.live ? `live (pid ${info.ownerPid})` : "", info.isWorker ? "worker" : ""].filter((f) => f !== "")
+        yield* Console.log(
+          `${info.sessionId}  ${info.mtime.toISOString()}  ${String(info.messageCount).padStart(4)} msgs  ${
+            all ? `${Path.basename(info.projectDir)}  ` : ""
+          }${oneLine(info.title ?? "", 60)}${flags.length > 0 ? `  [${flags.join(", ")}]` : ""}`
+        )
+      }
+      for (const sub of subagents) {
+        yield* Console.log(`${sub.id}  ${sub.mtime.toISOString()}  subagent  ${sub.project}`)
+      }
+    })
+  ).pipe(report)
+).pipe(Command.withDescription("List sessions, newest first."))
 
 const show = Command.make("show", {
   session: Args.text({ name: "id|title|path" }),
@@ -268,7 +232,7 @@ const show = Command.make("show", {
   json
 }, ({ at, json, session }) =>
   Effect.gen(function*() {
-    const path = yield* resolve(yield* rootOf, session)
+    const path = yield* withIndex(() => resolve(session))
     const sidechain = path.includes(`${Path.sep}subagents${Path.sep}`)
     const view = yield* ResumeLoader.load(path, { resumeAt: Option.getOrUndefined(at), sidechain })
     if (json) {
@@ -309,7 +273,7 @@ const branch = Command.make("branch", {
   at: Options.text("at").pipe(Options.withDescription("the message to branch from"))
 }, ({ at, session }) =>
   Effect.gen(function*() {
-    const path = yield* resolve(yield* rootOf, session)
+    const path = yield* withIndex(() => resolve(session))
     const branched = yield* Branch.branch(path, { at })
     yield* Console.log(branched.sessionId)
   }).pipe(report)).pipe(Command.withDescription("Write a new session from a message of another; prints its id."))
@@ -322,8 +286,11 @@ const fail = (message: string) =>
 
 const report = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.catchIf(
-    (error): error is Extract<E, ResumeLoader.LoadError | Branch.BranchWriteError | SessionNotFound> =>
-      error instanceof SessionNotFound || error instanceof ResumeLoader.ResumeAtNotFound ||
+    (error): error is Extract<
+      E,
+      ResumeLoader.LoadError | Branch.BranchWriteError | SessionNotFound | SessionIndex.SessionIndexError
+    > =>
+      error instanceof SessionNotFound || error instanceof SessionIndex.SessionIndexError || error instanceof ResumeLoader.ResumeAtNotFound ||
       error instanceof ResumeLoader.TranscriptNotFound || error instanceof ResumeLoader.TranscriptReadError ||
       error instanceof Branch.BranchWriteError,
     (error) => {
@@ -336,6 +303,7 @@ const report = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
           return fail(`no such transcript: ${error.path}`)
         case "TranscriptReadError":
         case "BranchWriteError":
+        case "SessionIndexError":
           return fail(`${error.path}: ${error.message}`)
       }
     }
