@@ -109,7 +109,11 @@ export interface SessionInfo {
  * @since 0.0.0
  */
 export interface ListOptions {
-  /** One project: the folder of this cwd. */
+  /**
+   * One project: the folder of this cwd (pass the physical path). Sessions
+   * whose entries record another cwd that sanitizes to the same folder are
+   * left out.
+   */
   readonly cwd?: string | undefined
   /** One project folder, given directly. Without `cwd` or `projectDir`, every project. */
   readonly projectDir?: string | undefined
@@ -413,6 +417,10 @@ export const make = Effect.gen(function*() {
           // A file that vanished or cannot be read is left out, not an error.
           const info = yield* Effect.option(describe(projectDir, sessionId, Path.join(projectDir, name)))
           if (Option.isNone(info)) continue
+          const recorded = info.value.cwd
+          if (options.cwd !== undefined && recorded !== undefined && Path.resolve(recorded) !== Path.resolve(options.cwd)) {
+            continue
+          }
           const ownerPid = live.get(sessionId)
           sessions.push({ ...info.value, live: ownerPid !== undefined, ownerPid, mark, isWorker })
         }

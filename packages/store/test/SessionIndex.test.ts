@@ -177,5 +177,15 @@ describe("SessionIndex", () => {
       yield* Effect.scoped(Effect.flatMap(store.open({ cwd, sessionId: "empty" }), (writer) =>
         writer.append({ type: "queue-operation", operation: "enqueue", timestamp: "t", sessionId: "empty" })))
       expect((yield* index.list({ cwd })).map((info) => info.sessionId)).toEqual(["s1"])
+
+      // `/home/dev-project` shares the folder of `/home/dev/project`: its entries tell them apart.
+      const twin = "/home/dev-project"
+      expect(store.layout.projectDir(twin)).toBe(store.layout.projectDir(cwd))
+      yield* Effect.scoped(Effect.flatMap(store.open({ cwd: twin, sessionId: "twin" }), (writer) =>
+        writer.append({ ...user("twin", "t0", null, "twin prompt"), cwd: twin })))
+      expect((yield* index.list({ cwd })).map((info) => info.sessionId)).toEqual(["s1"])
+      expect((yield* index.list({ cwd: twin })).map((info) => info.sessionId)).toEqual(["twin"])
+      const both = yield* index.list({ projectDir: store.layout.projectDir(cwd) })
+      expect(both.map((info) => info.sessionId).sort()).toEqual(["s1", "twin"])
     }).pipe(Effect.provide(NodeContext.layer)))
 })
