@@ -4,6 +4,14 @@
  * always ends with SIGKILL to that group, even when the leader already exited
  * and left background grandchildren behind.
  *
+ * A group does not hold a descendant that calls setsid (the Claude Code CLI
+ * runs every Bash command that way). So each child also gets an environment
+ * marker unique to it (`SKEIN_PROCESS=<runtime id>.<n>`, appended to any
+ * marker this process inherited); after the group SIGKILL, scope close
+ * SIGKILLs every process whose `/proc/<pid>/environ` carries it, and the
+ * journal records it so that reaping after a crash does the same. Linux only:
+ * elsewhere the marker is set but nothing scans for it.
+ *
  * @since 0.0.0
  */
 import type { FileSystem } from "@effect/platform/FileSystem"
@@ -110,6 +118,12 @@ export interface ChildProcess {
   readonly pid: number
   /** Equal to `pid`: the child leads its own group. */
   readonly pgid: number
+  /**
+   * This child's marker: `SKEIN_PROCESS` in its environment (and so in that
+   * of all it starts) lists it. Scope close SIGKILLs every process carrying
+   * it, on Linux, which reaches descendants that left the group with setsid.
+   */
+  readonly marker: string
   readonly command: string
   readonly args: ReadonlyArray<string>
   /**

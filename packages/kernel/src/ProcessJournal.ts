@@ -15,11 +15,17 @@
  * `cmdline`). Without /proc (macOS, the BSDs) the same check runs on
  * `ps -o lstart=,command=`, whose start time has one-second resolution.
  *
+ * Escapees: descendants that left the group (the CLI runs Bash commands under
+ * setsid) are found by the child's environment marker (`SKEIN_PROCESS`,
+ * Linux only), which each entry records. A process still carrying the marker
+ * is ours whatever became of the group's leader.
+ *
  * @since 0.0.0
  */
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import * as Marker from "./internal/marker.js"
 import * as procfs from "./internal/procfs.js"
 
 // ---------------------------------------------------------------------------
@@ -54,6 +60,8 @@ export const Entry = Schema.Struct({
   identity: Identity,
   command: Schema.String,
   label: Schema.optional(Schema.String),
+  /** The child's `SKEIN_PROCESS` marker, inherited by all it starts. */
+  marker: Schema.optional(Schema.String),
   /** The runtime that spawned it. */
   owner: Schema.Struct({
     pid: Schema.Number,
@@ -89,6 +97,7 @@ export interface Child {
   readonly identity: Identity
   readonly command: string
   readonly label?: string | undefined
+  readonly marker?: string | undefined
 }
 
 /**
@@ -97,9 +106,9 @@ export interface Child {
  * @since 0.0.0
  */
 export interface ReapReport {
-  /** Groups killed with SIGKILL, with the live members seen before the kill. */
+  /** Entries whose processes were killed: live group members and marked escapees. */
   readonly reaped: ReadonlyArray<{ readonly entry: Entry; readonly members: ReadonlyArray<number> }>
-  /** Entries dropped without a kill: the group was gone or the pid was reused. */
+  /** Entries dropped without a kill: nothing of theirs was alive, or the pid was reused. */
   readonly dropped: ReadonlyArray<{ readonly entry: Entry; readonly reason: "gone" | "pid reused" }>
   /** Entries of runtimes that are still alive, left alone. */
   readonly kept: ReadonlyArray<Entry>
@@ -164,22 +173,27 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
 
   const reapEntry = Effect.fnUntraced(function*(entry: Entry) {
     const now = yield* procfs.identify(entry.identity.source, entry.pid)
-    if (Option.isSome(now) && !procfs.sameIdentity(now.value, entry.identity)) {
-      return { _tag: "dropped", reason: "pid reused" } as const
-    }
+    const reused = Option.isSome(now) && !procfs.sameIdentity(now.value, entry.identity)
     // The leader may be gone while its group lives on (background children).
-    const members = yield* procfs.groupMembers(
+    const members = reused ? [] : yield* procfs.groupMembers(
       entry.identity.source,
       entry.pgid,
       entry.identity.source === "proc" ? Option.some(entry.identity.startTime) : Option.none()
     )
-    if (members.length === 0) return { _tag: "dropped", reason: "gone" } as const
-    const failure = procfs.killGroup(entry.pgid, "SIGKILL")
-    if (failure !== undefined) {
-      yield* Effect.logWarning(`ProcessJournal: SIGKILL to group ${entry.pgid} failed: ${failure}`)
+    if (members.length > 0) {
+      const failure = procfs.killGroup(entry.pgid, "SIGKILL")
+      if (failure !== undefined) {
+        yield* Effect.logWarning(`ProcessJournal: SIGKILL to group ${entry.pgid} failed: ${failure}`)
+      }
+    }
+    // Escapees from the group (setsid) still carry the marker, even when the
+    // group is gone or its pid now runs another program.
+    const marked = entry.marker === undefined ? [] : yield* Marker.killAll(entry.marker)
+    if (members.length === 0 && marked.length === 0) {
+      return { _tag: "dropped", reason: reused ? "pid reused" : "gone" } as const
     }
     yield* procfs.waitUntil(() => members.every((pid) => !procfs.isLive(pid)), 2_000)
-    return { _tag: "reaped", members } as const
+    return { _tag: "reaped", members: Array.from(new Set([...members, ...marked])) } as const
   })
 
   const reap = lock.withPermits(1)(Effect.gen(function*() {
@@ -226,6 +240,7 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
           identity: child.identity,
           command: child.command,
           ...(child.label !== undefined ? { label: child.label } : {}),
+          ...(child.marker !== undefined ? { marker: child.marker } : {}),
           owner,
           spawnedAt: new Date().toISOString()
         }

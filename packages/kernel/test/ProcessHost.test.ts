@@ -139,7 +139,10 @@ describe("ProcessHost", () => {
         envMode: "replace"
       })
       const replacedEnv = JSON.parse((yield* collect(replaced.stdout)).toString("utf8"))
-      expect(replacedEnv).toEqual({ SKEIN_TEST_VAR: "alone" })
+      // Only the caller's variables, plus the marker every child carries.
+      expect(Object.keys(replacedEnv).sort()).toEqual(["SKEIN_PROCESS", "SKEIN_TEST_VAR"])
+      expect(replacedEnv.SKEIN_TEST_VAR).toBe("alone")
+      expect(replacedEnv.SKEIN_PROCESS.split(",")).toContain(replaced.marker)
     }).pipe(Effect.provide(host)))
 
   it.scopedLive("runs in the given cwd", () =>

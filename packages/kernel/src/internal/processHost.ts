@@ -5,6 +5,7 @@ import type { Readable, Writable } from "node:stream"
 import type * as ProcessHost from "../ProcessHost.js"
 import * as Errors from "../ProcessHost.js"
 import { ProcessJournal } from "../ProcessJournal.js"
+import * as Marker from "./marker.js"
 import * as procfs from "./procfs.js"
 
 /** Bytes of stderr kept for ExitStatus. */
@@ -115,9 +116,17 @@ const start = (
 
 export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOptions) {
   const journal = yield* ProcessJournal
+  const runtimeId = Marker.makeRuntimeId()
+  let spawned = 0
   if (options?.reap !== false) yield* journal.reap
 
-  const spawn = Effect.fn("ProcessHost.spawn")(function*(spawnOptions: ProcessHost.SpawnOptions) {
+  const spawn = Effect.fn("ProcessHost.spawn")(function*(requested: ProcessHost.SpawnOptions) {
+    // Inherited by all the child starts, setsid'd escapees included (see marker.ts).
+    const marker = `${runtimeId}.${++spawned}`
+    const spawnOptions: ProcessHost.SpawnOptions = {
+      ...requested,
+      env: { ...requested.env, [Marker.variable]: Marker.chain(process.env[Marker.variable], marker) }
+    }
     const args = [...(spawnOptions.args ?? [])]
     const timeouts = resolveTimeouts(options?.stopTimeouts, spawnOptions.stopTimeouts)
     yield* Effect.annotateCurrentSpan({ command: spawnOptions.command, label: spawnOptions.label ?? "" })
@@ -174,7 +183,8 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
           pgid: pid,
           identity: identity.value,
           command: spawnOptions.command,
-          label: spawnOptions.label
+          label: spawnOptions.label,
+          marker
         })
       }
 
@@ -235,6 +245,7 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
       const child: ProcessHost.ChildProcess = {
         pid,
         pgid: pid,
+        marker,
         command: spawnOptions.command,
         args,
         stdout: NodeStream.fromReadable<Error, Uint8Array>(
@@ -271,6 +282,11 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
           if (members.length > 0) yield* kill("SIGKILL")
         } else {
           yield* kill("SIGKILL")
+        }
+        // Then whatever left the group (setsid) but still carries the marker.
+        const escapees = yield* Marker.killAll(marker)
+        if (escapees.length > 0) {
+          yield* Effect.logDebug(`ProcessHost: killed ${escapees.length} escaped descendant(s) of ${pid}`)
         }
         node.stdout.destroy()
         node.stderr.destroy()
