@@ -53,6 +53,14 @@ describe("ProcessHost", () => {
       expect(exit).toEqual({ code: 0, signal: null, stderrTail: "aé€😀z" })
     }).pipe(Effect.provide(host)))
 
+  it.scopedLive("stdout written before the exit can still be read after it", () =>
+    Effect.gen(function*() {
+      const child = yield* ProcessHost.spawn({ command: "sh", args: ["-c", "echo hello; echo bye >&2"] })
+      expect(yield* child.await).toEqual({ code: 0, signal: null, stderrTail: "bye\n" })
+      expect((yield* collect(child.stdout)).toString("utf8")).toBe("hello\n")
+      expect((yield* collect(child.stderr)).toString("utf8")).toBe("bye\n")
+    }).pipe(Effect.provide(host)))
+
   it.scopedLive("stdin writes wait for drain when the pipe is full, and deliver every byte", () =>
     Effect.gen(function*() {
       const child = yield* ProcessHost.spawn({ command: "cat" })

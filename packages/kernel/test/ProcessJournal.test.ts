@@ -57,6 +57,13 @@ describe("ProcessJournal", () => {
       const journal = NodePath.join(dir, "state", "journal.json")
       let pids: Array<number> = []
       yield* guard(() => pids)
+      // If the test fails before the pids are known, the journal still knows them.
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(ProcessJournal.ProcessJournal, (j) => j.reap).pipe(
+          Effect.provide(ProcessJournal.layer({ path: journal })),
+          Effect.provide(Layer.merge(NodeContext.layer, Logger.remove(Logger.defaultLogger)))
+        )
+      )
 
       const owner = yield* ProcessHost.spawn({
         command: process.execPath,

@@ -76,8 +76,16 @@ const buildEnv = (options: ProcessHost.SpawnOptions): NodeJS.ProcessEnv => {
 /** Starts the program; resolves once Node reports `spawn` or `error`. */
 const start = (
   options: ProcessHost.SpawnOptions,
-  args: ReadonlyArray<string>
-): Effect.Effect<NodeChildProcess.ChildProcessByStdio<Writable, Readable, Readable>, ProcessHost.SpawnError> =>
+  args: ReadonlyArray<string>,
+  source: procfs.IdentitySource,
+  wire: (child: NodeChildProcess.ChildProcessByStdio<Writable, Readable, Readable>) => void
+): Effect.Effect<
+  {
+    readonly node: NodeChildProcess.ChildProcessByStdio<Writable, Readable, Readable>
+    readonly identity: Option.Option<procfs.Identity>
+  },
+  ProcessHost.SpawnError
+> =>
   Effect.async((resume) => {
     const failWith = (error: unknown) =>
       resume(Effect.fail(
@@ -102,9 +110,16 @@ const start = (
       failWith(error)
       return
     }
+    // Now, before the event loop runs: a child that exits at once must still
+    // be journaled (a shell that leaves background jobs behind), and its exit
+    // and output must not be emitted before anyone listens.
+    if (child.pid !== undefined) wire(child)
+    const identity = source === "proc" && child.pid !== undefined
+      ? procfs.snapshotProc(child.pid, [options.command, ...args])
+      : Option.none()
     const onSpawn = () => {
       child.off("error", onError)
-      resume(Effect.succeed(child))
+      resume(Effect.succeed({ node: child, identity }))
     }
     const onError = (error: unknown) => {
       child.off("spawn", onSpawn)
@@ -132,8 +147,6 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
     yield* Effect.annotateCurrentSpan({ command: spawnOptions.command, label: spawnOptions.label ?? "" })
 
     const acquire = Effect.gen(function*() {
-      const node = yield* start(spawnOptions, args)
-      const pid = node.pid!
       const exited = yield* Deferred.make<ProcessHost.ExitStatus>()
       const stderrMailbox = yield* Mailbox.make<Uint8Array>({ capacity: stderrBacklog, strategy: "sliding" })
       const ring = new ByteRing(stderrTailBytes)
@@ -147,36 +160,46 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
         stderrMailbox.unsafeDone(Exit.void)
         for (const wake of stderrEndWaiters.splice(0)) wake()
       }
-      node.stderr.on("data", (chunk: Buffer) => {
-        const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-        ring.push(bytes)
-        stderrMailbox.unsafeOffer(bytes)
-      })
-      node.stderr.on("end", onStderrEnd)
-      node.stderr.on("close", onStderrEnd)
-      node.stderr.on("error", onStderrEnd)
-      // Errors surface through the stream reading stdout; without a listener they would crash.
-      node.stdout.on("error", () => {})
-      node.stdin.on("error", (error) => {
-        stdinClosed ??= `stdin failed: ${procfs.errnoCode(error) ?? error.message}`
-      })
-      node.stdin.on("close", () => {
-        stdinClosed ??= "stdin closed"
-      })
-      node.once("exit", (code, signal) => {
-        stdinClosed ??= "process exited"
-        const finish = () =>
-          Deferred.unsafeDone(exited, Exit.succeed({ code, signal, stderrTail: ring.text() }))
-        // stderr may still hold the last bytes; a grandchild holding the pipe must not delay us.
-        if (stderrEnded) return finish()
-        const timer = setTimeout(finish, stderrFlushMillis)
-        stderrEndWaiters.push(() => {
-          clearTimeout(timer)
-          finish()
+      const wire = (node: NodeChildProcess.ChildProcessByStdio<Writable, Readable, Readable>) => {
+        node.stderr.on("data", (chunk: Buffer) => {
+          const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+          ring.push(bytes)
+          stderrMailbox.unsafeOffer(bytes)
         })
-      })
+        node.stderr.on("end", onStderrEnd)
+        node.stderr.on("close", onStderrEnd)
+        node.stderr.on("error", onStderrEnd)
+        // Errors surface through the stream reading stdout; without a listener they would crash.
+        node.stdout.on("error", () => {})
+        // When the child exits, Node resumes its unread stdio and drops the bytes.
+        // A 'readable' listener keeps stdout paused (and buffered) for the
+        // caller, who may start reading after the exit.
+        node.stdout.on("readable", () => {})
+        node.stdin.on("error", (error) => {
+          stdinClosed ??= `stdin failed: ${procfs.errnoCode(error) ?? error.message}`
+        })
+        node.stdin.on("close", () => {
+          stdinClosed ??= "stdin closed"
+        })
+        node.once("exit", (code, signal) => {
+          stdinClosed ??= "process exited"
+          const finish = () =>
+            Deferred.unsafeDone(exited, Exit.succeed({ code, signal, stderrTail: ring.text() }))
+          // stderr may still hold the last bytes; a grandchild holding the pipe must not delay us.
+          if (stderrEnded) return finish()
+          const timer = setTimeout(finish, stderrFlushMillis)
+          stderrEndWaiters.push(() => {
+            clearTimeout(timer)
+            finish()
+          })
+        })
+      }
 
-      const identity = yield* procfs.identify(journal.source, pid)
+      const started = yield* start(spawnOptions, args, journal.source, wire)
+      const node = started.node
+      const pid = node.pid!
+
+      const identity = journal.source === "proc" ? started.identity : yield* procfs.identify("ps", pid)
       if (Option.isSome(identity)) {
         yield* journal.record({
           pid,
@@ -229,7 +252,10 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
       const awaitExit = Deferred.await(exited)
       // Interruptible: the stop also runs inside the (uninterruptible) scope
       // finalizer, where a timeout could not otherwise cut the wait short.
-      const waitFor = (grace: Duration.Duration) => Effect.timeoutOption(Effect.interruptible(awaitExit), grace)
+      const waitFor = (grace: Duration.Duration): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
+        Duration.isZero(grace)
+          ? Effect.flatMap(Deferred.isDone(exited), (done) => done ? Effect.asSome(awaitExit) : Effect.succeedNone)
+          : Effect.timeoutOption(Effect.interruptible(awaitExit), grace)
 
       const stop = Effect.gen(function*() {
         yield* closeStdin
@@ -275,14 +301,14 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
           yield* Effect.logWarning(`ProcessHost: process ${pid} did not exit after SIGKILL`)
         }
         // Always: the leader exiting says nothing about its background children.
-        // The leader is reaped by now, so its pid may be recycled once the group
-        // empties; with /proc, kill only while members started after it remain.
-        if (Option.isSome(identity) && identity.value.source === "proc") {
-          const members = yield* procfs.groupMembers("proc", pid, Option.some(identity.value.startTime))
-          if (members.length > 0) yield* kill("SIGKILL")
-        } else {
-          yield* kill("SIGKILL")
-        }
+        // The leader is reaped by now, so once the group empties its id may be
+        // recycled by a new leader with the same pid: spare a pid that runs
+        // another program.
+        // The start time alone decides: the leader may have exec'd another program.
+        const recycled = Option.isSome(identity) &&
+          Option.exists(yield* procfs.identify(identity.value.source, pid), (now) =>
+            now.startTime !== identity.value.startTime)
+        if (!recycled) yield* kill("SIGKILL")
         // Then whatever left the group (setsid) but still carries the marker.
         const escapees = yield* Marker.killAll(marker)
         if (escapees.length > 0) {

@@ -88,6 +88,21 @@ const identifyProc = (pid: number): Option.Option<Identity> => {
   }))
 }
 
+/**
+ * The identity of a child just spawned, read in the same tick as the spawn:
+ * the child may already have exited, but Node has not reaped it yet, so its
+ * /proc entry is still there. A zombie's cmdline is empty: `argv` stands in.
+ */
+export const snapshotProc = (pid: number, argv: ReadonlyArray<string>): Option.Option<Identity> =>
+  Option.map(readStat(pid), (stat) => {
+    const cmdline = Option.getOrElse(readText(`/proc/${pid}/cmdline`), () => "")
+    return {
+      source: "proc",
+      startTime: stat.startTime,
+      cmdline: cmdline.length > 0 ? cmdline : argv.map((arg) => `${arg}\0`).join("")
+    }
+  })
+
 const identifyPs = (pid: number): Effect.Effect<Option.Option<Identity>> =>
   execFile("ps", ["-o", "lstart=,command=", "-p", String(pid)]).pipe(
     Effect.map(Option.flatMap((out) => {

@@ -1,0 +1,191 @@
+/**
+ * Kill latency: time from interrupt to every process gone, for a tree of 20
+ * processes (4 process groups, each a shell leader with 4 background
+ * `sleep`s), through skein against a baseline measured in the same run.
+ *
+ *   npx tsx bench/kill.ts            # 7 rounds
+ *   npx tsx bench/kill.ts 15         # 15 rounds
+ *
+ * skein: each group is spawned by a ProcessHost (with a journal file) in its
+ * own Scope on its own fiber, all under one owner fiber; the clock starts at
+ * `Fiber.interrupt(owner)` and stops when /proc shows all 20 pids gone. The scope's finalizers run the stop sequence
+ * (close stdin, stdin grace, SIGTERM, term grace, SIGKILL) and then SIGKILL
+ * each group; the grace periods used are printed. The shells and sleeps die on
+ * SIGTERM, so a nonzero term grace is not waited out.
+ *
+ * baseline: the same groups spawned with node:child_process (`detached`), then
+ * `process.kill(-pgid, "SIGKILL")` for each and a wait for every leader's exit
+ * and every pid to be gone.
+ *
+ * A zombie counts as gone: it is dead, only not yet reaped by its parent.
+ * Rounds alternate between contenders and the median is reported, since the
+ * machines are shared and noisy.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { Deferred, Duration, Effect, Fiber, Layer, Logger, Stream } from "effect"
+import * as NodeChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { ProcessHost } from "@skein/kernel"
+
+const rounds = Number(process.argv[2] ?? 7)
+const groups = 4
+const perGroup = 4
+const total = groups * (1 + perGroup)
+const script = `for i in ${Array.from({ length: perGroup }, (_, i) => i + 1).join(" ")}; do sleep 1000 & echo $!; done; echo ready; wait`
+
+const isGone = (pid: number): boolean => {
+  try {
+    const stat = NodeFs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
+  } catch {
+    return true
+  }
+}
+
+const untilGone = async (pids: ReadonlyArray<number>): Promise<void> => {
+  const deadline = Date.now() + 30_000
+  while (!pids.every(isGone)) {
+    if (Date.now() > deadline) throw new Error(`still alive: ${pids.filter((p) => !isGone(p)).join(" ")}`)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+const killAll = (pids: ReadonlyArray<number>) => {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      // gone
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// baseline
+// ---------------------------------------------------------------------------
+
+const spawnRaw = () =>
+  new Promise<{ child: NodeChildProcess.ChildProcess; pids: Array<number> }>((resolve, reject) => {
+    const child = NodeChildProcess.spawn("sh", ["-c", script], { detached: true, stdio: ["ignore", "pipe", "ignore"] })
+    const pids = [child.pid!]
+    let buffered = ""
+    child.once("error", reject)
+    child.stdout.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString("utf8")
+      const lines = buffered.split("\n")
+      buffered = lines.pop() ?? ""
+      for (const line of lines) {
+        if (line === "ready") return resolve({ child, pids })
+        pids.push(Number(line))
+      }
+    })
+  })
+
+const baselineRound = async (): Promise<number> => {
+  const spawned = await Promise.all(Array.from({ length: groups }, spawnRaw))
+  const pids = spawned.flatMap((s) => s.pids)
+  if (pids.length !== total) throw new Error(`expected ${total} pids, got ${pids.length}`)
+  try {
+    const start = performance.now()
+    const exits = spawned.map(({ child }) =>
+      child.exitCode !== null || child.signalCode !== null
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => child.once("exit", () => resolve()))
+    )
+    for (const { child } of spawned) process.kill(-child.pid!, "SIGKILL")
+    await Promise.all(exits)
+    await untilGone(pids)
+    return performance.now() - start
+  } finally {
+    killAll(pids)
+  }
+}
+
+// ---------------------------------------------------------------------------
+// skein
+// ---------------------------------------------------------------------------
+
+const journalDir = NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "skein-bench-kill-"))
+
+const skeinRound = (stopTimeouts: ProcessHost.StopTimeouts) =>
+  Effect.gen(function*() {
+    const readies = yield* Effect.forEach(
+      Array.from({ length: groups }),
+      () => Deferred.make<ReadonlyArray<number>>()
+    )
+    // Like sessions: each group in its own Scope, on its own fiber, under one owner.
+    const group = (ready: Deferred.Deferred<ReadonlyArray<number>>) =>
+      Effect.scoped(Effect.gen(function*() {
+        const child = yield* ProcessHost.spawn({ command: "sh", args: ["-c", script], stopTimeouts })
+        const lines = yield* child.stdout.pipe(
+          Stream.decodeText(),
+          Stream.splitLines,
+          Stream.takeWhile((line) => line !== "ready"),
+          Stream.runCollect
+        )
+        yield* Deferred.succeed(ready, [child.pid, ...Array.from(lines, Number)])
+        return yield* Effect.never
+      }))
+    const owner = yield* Effect.fork(Effect.forEach(readies, group, { concurrency: "unbounded" }))
+    const pids = (yield* Effect.forEach(readies, Deferred.await)).flat()
+    if (pids.length !== total) throw new Error(`expected ${total} pids, got ${pids.length}`)
+    const start = performance.now()
+    yield* Fiber.interrupt(owner)
+    yield* Effect.promise(() => untilGone(pids))
+    const elapsed = performance.now() - start
+    killAll(pids)
+    return elapsed
+  })
+
+const median = (xs: ReadonlyArray<number>): number => {
+  const sorted = [...xs].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+const variants: ReadonlyArray<{ readonly name: string; readonly timeouts: ProcessHost.StopTimeouts }> = [
+  { name: "skein, grace 0 / 0", timeouts: { stdinGrace: Duration.zero, termGrace: Duration.zero } },
+  { name: "skein, grace 0 / 1 s", timeouts: { stdinGrace: Duration.zero, termGrace: Duration.seconds(1) } }
+]
+
+const main = Effect.gen(function*() {
+  console.log(`kill: ${groups} groups x (1 shell + ${perGroup} sleeps) = ${total} processes, ${rounds} rounds`)
+  console.log(`journal: ${NodePath.join(journalDir, "journal.json")}`)
+  for (const v of variants) {
+    console.log(
+      `${v.name}: stdinGrace ${Duration.format(v.timeouts.stdinGrace)}, termGrace ${
+        Duration.format(v.timeouts.termGrace)
+      }`
+    )
+  }
+  const times: Record<string, Array<number>> = { baseline: [] }
+  for (const v of variants) times[v.name] = []
+  // One warm-up round each, not counted.
+  yield* Effect.promise(baselineRound)
+  for (const v of variants) yield* skeinRound(v.timeouts)
+  for (let round = 0; round < rounds; round++) {
+    times.baseline!.push(yield* Effect.promise(baselineRound))
+    for (const v of variants) times[v.name]!.push(yield* skeinRound(v.timeouts))
+  }
+  const base = median(times.baseline!)
+  console.log(`baseline (SIGKILL each group): median ${base.toFixed(2)} ms`)
+  for (const v of variants) {
+    const m = median(times[v.name]!)
+    console.log(`${v.name}: median ${m.toFixed(2)} ms, ratio ${(m / base).toFixed(2)}x baseline`)
+  }
+}).pipe(
+  Effect.provide(
+    ProcessHost.layerJournal({ journal: NodePath.join(journalDir, "journal.json") }).pipe(
+      Layer.provide(NodeContext.layer),
+      Layer.provide(Logger.remove(Logger.defaultLogger))
+    )
+  ),
+  Effect.ensuring(Effect.sync(() => NodeFs.rmSync(journalDir, { recursive: true, force: true })))
+)
+
+Effect.runPromise(main).catch((error) => {
+  console.error(error)
+  process.exitCode = 1
+})
