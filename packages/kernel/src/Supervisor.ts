@@ -214,10 +214,11 @@ export const make: Effect.Effect<Context.Tag.Service<Supervisor>, never, Scope.S
       Effect.withSpan("Supervisor.child", { attributes: { key } })
     )
 
+  // Children are interrupted together, then all awaited: siblings stop in parallel.
   const shutdown = lock.withPermits(1)(
     Effect.suspend(() => {
       closed = true
-      return FiberMap.clear(fibers)
+      return Fiber.interruptAll(Array.from(fibers, ([, fiber]) => fiber))
     })
   )
 
