@@ -12,24 +12,11 @@
  * No ask is ever left pending: an ask fails with `ActorDied` when the actor
  * dies (the restarted incarnation skips the message), with `ActorStopped` when
  * the actor stops, and with `MailboxFull` when the overflow policy drops or
- * evicts its message.
+ * evicts its message. Between a death and a supervised restart, asks fail at
+ * once with `ActorDied` while tells queue for the next incarnation.
  */
-import type { Scope } from "effect"
-import {
-  Cause,
-  Data,
-  Deferred,
-  Effect,
-  Exit,
-  FiberHandle,
-  Mailbox,
-  Option,
-  PubSub,
-  Queue,
-  Stream,
-  SubscriptionRef,
-  Subscribable
-} from "effect"
+import type { Queue, Scope, Subscribable } from "effect"
+import { Cause, Data, Deferred, Effect, Exit, FiberHandle, Mailbox, Option, PubSub, Stream, SubscriptionRef } from "effect"
 
 /** The ask's actor stopped (scope closed or `stop`) before it replied. */
 export class ActorStopped extends Data.TaggedError("ActorStopped")<{

@@ -13,7 +13,7 @@
  *   stopped before anything else the supervisor's owner holds, so finalizers
  *   run child-first; `stop` and scope close return after all of them ran.
  */
-import type { Fiber as FiberType, Scope } from "effect"
+import type { Queue, Scope, Subscribable } from "effect"
 import {
   Cause,
   Clock,
@@ -28,10 +28,8 @@ import {
   Layer,
   Option,
   PubSub,
-  Queue,
   Schedule,
-  SubscriptionRef,
-  Subscribable
+  SubscriptionRef
 } from "effect"
 
 /** A child's policy gave up; `cause` is the child's last failure (empty if it kept succeeding under `always`). */
@@ -183,7 +181,7 @@ export const make: Effect.Effect<Context.Tag.Service<Supervisor>, never, Scope.S
         yield* setChild({ key, status: "running", restarts })
         yield* PubSub.publish(events, Event.ChildStarted({ key, restarts }))
         // Own fiber and Scope per incarnation: when it is over, so is all it forked and held.
-        const fiber: FiberType.RuntimeFiber<A, E> = yield* Effect.fork(Effect.scoped(effect))
+        const fiber: Fiber.RuntimeFiber<A, E> = yield* Effect.fork(Effect.scoped(effect))
         const exit = yield* Fiber.await(fiber).pipe(
           Effect.onInterrupt(() =>
             Effect.flatMap(Fiber.interrupt(fiber), (exit) => PubSub.publish(events, Event.ChildExited({ key, exit })))
