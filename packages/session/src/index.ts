@@ -2,6 +2,7 @@
  * @skein/session: the Claude Code session actor and its control protocol.
  */
 export * as Session from "./Session.js"
+export * as SupervisedSession from "./SupervisedSession.js"
 export * as SessionError from "./SessionError.js"
 export * as SessionState from "./SessionState.js"
 export * as Turn from "./Turn.js"
