@@ -10,7 +10,7 @@
  */
 import { Actor, ProcessHost, Task, TaskManager } from "@skein/kernel"
 import { type Anthropic, type CliMessage, Control, HostMessage, type Json, StreamJson } from "@skein/protocol"
-import { TranscriptLayout } from "@skein/store"
+import { type EventLog, TranscriptLayout } from "@skein/store"
 import {
   Cause,
   Clock,
@@ -71,6 +71,27 @@ export interface SessionOptions extends Args.FlagOptions {
   /** After the last background task ends while idle, how long to wait for the follow-up turn. Default 2 s. */
   readonly taskSettle?: Duration.DurationInput | undefined
   readonly stopTimeouts?: Partial<ProcessHost.StopTimeouts> | undefined
+  /**
+   * The runtime's own record: every event is appended (see `eventRecord`)
+   * before it is published, so what subscribers saw survives a crash.
+   */
+  readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
+}
+
+/**
+ * How an event is kept in the event log: a message or an unknown message as
+ * the JSON the CLI printed, a diagnostic under the type `skein_diagnostic`.
+ * Replaying a record through `CliMessage.decoder.decodeJson` gives the event back.
+ */
+export const eventRecord = (event: SessionEvent): Json.JsonObject => {
+  switch (event._tag) {
+    case "Message":
+      return { ...event.message }
+    case "Unknown":
+      return event.json
+    default:
+      return { type: "skein_diagnostic", diagnostic: { ...event } }
+  }
 }
 
 export interface Session {
@@ -400,6 +421,11 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   const onEvent = (event: SessionEvent) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
+      if (options.eventLog !== undefined) {
+        yield* options.eventLog.append(eventRecord(event)).pipe(
+          Effect.catchAll((error) => Effect.logWarning("Session: the event log refused an event", error))
+        )
+      }
       yield* PubSub.publish(events, event)
       const turn = yield* Ref.get(current)
       if (Option.isSome(turn)) yield* turn.value.events.offer(event)

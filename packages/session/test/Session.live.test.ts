@@ -1,6 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FakeModel } from "@skein/testkit"
-import { Chunk, Effect, Stream } from "effect"
+import { CliMessage, Json } from "@skein/protocol"
+import { EventLog } from "@skein/store"
+import { Chunk, Effect, Queue, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Permissions from "../src/Permissions.js"
@@ -71,5 +73,25 @@ describe("Session with the real CLI", () => {
       expect(Fs.existsSync(Path.join(d.cwd, "nope.txt"))).toBe(false)
       const followUp = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(JSON.stringify(followUp.body)).toContain("no permission handler")
+    }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("appends every event to the event log before publishing it, replayable in order", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("Logged.")] })
+      const d = yield* Live.dirs
+      const log = yield* EventLog.open({ dir: Path.join(d.root, "events"), schema: Json.JsonObject })
+      const session = yield* Session.start(Live.liveOptions(model, d, { eventLog: log }))
+      const seen = yield* session.subscribe
+      const turn = yield* session.send("Log this")
+      yield* turn.result
+      const published = yield* Queue.takeAll(seen).pipe(Effect.map(Chunk.toReadonlyArray))
+      const records = yield* log.read(1).pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
+      expect(records.map((r) => r.seq)).toEqual(records.map((_, i) => i + 1))
+      // The log holds at least what subscribers saw, in the same order.
+      const tail = records.slice(records.length - published.length).map((r) => r.message)
+      expect(tail).toEqual(published.map(Session.eventRecord))
+      const replayed = records.map((r) => CliMessage.decoder.decodeJson(r.message, r.seq))
+      expect(replayed.every((d) => d._tag === "Message")).toBe(true)
+      expect(replayed.some((d) => d._tag === "Message" && d.message.type === "result")).toBe(true)
     }).pipe(Effect.provide(Live.layer)))
 })
