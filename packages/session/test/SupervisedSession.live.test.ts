@@ -26,7 +26,7 @@ describe("SupervisedSession with the real CLI", () => {
         ]
       })
       const d = yield* Live.dirs
-      const supervised = yield* SupervisedSession.start(Live.liveOptions(model, d, { restart: { base: "50 millis" } }))
+      const supervised = yield* SupervisedSession.start({ ...Live.liveOptions(model, d), restart: { base: "50 millis" } })
       const first = yield* Effect.flatMap(supervised.send("Remember the word pelican"), (t) => t.result)
       expect(first.text).toBe("Noted: the word is pelican.")
       const before = yield* supervised.current
