@@ -4,6 +4,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { expect, layer } from "@effect/vitest"
 import { FileLock } from "@skein/kernel"
 import { Deferred, Duration, Effect, Exit, Fiber, Option, Stream, TestClock } from "effect"
+import * as TsChild from "@skein/testkit/TsChild"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -281,7 +282,7 @@ layer(NodeContext.layer)("FileLock", (it) => {
       const run = Effect.scoped(
         Effect.gen(function*() {
           const child = yield* Command.start(
-            Command.make(process.execPath, "--import", "tsx", racer, file, log, dir, String(iterations)).pipe(
+            Command.make(process.execPath, ...TsChild.nodeArgs(racer), file, log, dir, String(iterations)).pipe(
               Command.workingDirectory(repoRoot)
             )
           )

@@ -1,6 +1,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Option, Schema, Stream } from "effect"
+import * as TsChild from "@skein/testkit/TsChild"
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
@@ -67,7 +68,7 @@ describe("ProcessJournal", () => {
 
       const owner = yield* ProcessHost.spawn({
         command: process.execPath,
-        args: ["--import", "tsx", fixture, journal],
+        args: [...TsChild.nodeArgs(fixture), journal],
         cwd: repoRoot,
         label: "journal-owner"
       })

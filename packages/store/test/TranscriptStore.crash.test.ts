@@ -3,7 +3,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { TranscriptStore } from "@skein/store"
 import { Deferred, Effect, Random } from "effect"
-import * as Esbuild from "esbuild"
+import * as TsChild from "@skein/testkit/TsChild"
 import * as ChildProcess from "node:child_process"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -14,23 +14,7 @@ const childEntry = fileURLToPath(new URL("./child/crashWriter.ts", import.meta.u
  * The child runs from a bundle: under tsx's loader every spawn would spend
  * about a second loading effect, and the test spawns fifty.
  */
-const bundleChild = Effect.gen(function*() {
-  const fs = yield* FileSystem.FileSystem
-  const dir = yield* fs.makeTempDirectoryScoped({ prefix: "skein-crash-bundle-" })
-  const outfile = Path.join(dir, "crashWriter.mjs")
-  yield* Effect.promise(() =>
-    Esbuild.build({
-      entryPoints: [childEntry],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      outfile,
-      logLevel: "silent"
-    })
-  )
-  return outfile
-})
+const bundleChild = Effect.sync(() => TsChild.bundle(childEntry))
 
 interface Run {
   readonly acked: ReadonlyArray<number>

@@ -18,10 +18,9 @@
  */
 import { StreamJson } from "@skein/protocol"
 import { Schema } from "effect"
-import { createRequire } from "node:module"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { fileURLToPath } from "node:url"
 import * as Messages from "./internal/cliMessages.js"
-import { bundle } from "./internal/fakeCliBundle.js"
+import * as TsChild from "./TsChild.js"
 
 /** Env var holding the script: inline JSON, or the path of a JSON file. */
 export const ScriptEnv = "SKEIN_FAKE_CLI_SCRIPT"
@@ -351,43 +350,8 @@ export interface Command {
 /** Path of the child's entry point. */
 export const binPath: string = fileURLToPath(new URL("./bin/fake-cli.ts", import.meta.url))
 
-/**
- * Loader flags that let plain `node` run the TypeScript entry: tsx's ESM hook,
- * by absolute URL so the child's cwd does not matter. A function: the
- * bundled child imports this module from a folder where tsx cannot resolve.
- */
-export const loaderArgs = (): ReadonlyArray<string> => [
-  "--import",
-  pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href
-]
-
-/**
- * How the child's TypeScript runs. `"bundle"` (the default) runs a cached
- * single-file build of the entry, and falls back to `"tsx"` if it cannot be
- * built; `"tsx"` runs the sources through tsx's loader, about five times
- * slower to start.
- */
-export type Runner = "bundle" | "tsx"
-
-let bundled: string | null | undefined
-
-/** The bundle's path, built at most once per process; `null` if it cannot be built. */
-const bundledEntry = (): string | null => {
-  if (bundled === undefined) {
-    try {
-      bundled = bundle(binPath)
-    } catch {
-      bundled = null
-    }
-  }
-  return bundled
-}
-
 /** The `node` arguments that start the child, before the CLI flags. */
-export const entryArgs = (runner: Runner = "bundle"): ReadonlyArray<string> => {
-  const entry = runner === "bundle" ? bundledEntry() : null
-  return entry === null ? [...loaderArgs(), binPath] : [entry]
-}
+export const entryArgs = (runner: TsChild.Runner = "bundle"): ReadonlyArray<string> => TsChild.nodeArgs(binPath, runner)
 
 /**
  * The command line to spawn the fake with `script`. `script` may also be a
@@ -397,7 +361,7 @@ export const entryArgs = (runner: Runner = "bundle"): ReadonlyArray<string> => {
  */
 export const command = (
   script: Script | string,
-  options?: { readonly cliArgs?: ReadonlyArray<string>; readonly runner?: Runner }
+  options?: { readonly cliArgs?: ReadonlyArray<string>; readonly runner?: TsChild.Runner }
 ): Command => ({
   command: process.execPath,
   args: [...entryArgs(options?.runner), ...(options?.cliArgs ?? defaultCliArgs)],

@@ -1,11 +1,11 @@
 /**
- * Builds the FakeCli child into one self-contained ESM file, cached on disk.
+ * Runs a TypeScript entry as a plain `node` child, cheaply.
  *
- * Running the TypeScript entry through tsx's loader costs about a second per
- * spawn, nearly all of it in routing effect's few hundred modules through the
- * loader hook. A bundle starts in a fifth of that. The bundler is the esbuild
- * that tsx itself runs on, resolved through tsx. The cache is keyed by the
- * content of every input file, so an edit to any source rebuilds it.
+ * Through tsx's loader a child spends about a second per spawn routing
+ * effect's few hundred modules through the loader hook; a single-file bundle
+ * starts in a fifth of that, which matters to tests that spawn fifty children
+ * or run under load. Bundles are cached on disk, keyed by the content of every
+ * input file, so an edit to any source rebuilds them.
  */
 import type * as Esbuild from "esbuild"
 import { createHash } from "node:crypto"
@@ -13,6 +13,7 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 
 interface Manifest {
   readonly entry: string
@@ -22,7 +23,7 @@ interface Manifest {
 
 const digest = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex")
 
-const cacheDir = () => path.join(os.tmpdir(), `skein-fake-cli-${os.userInfo().uid}`)
+const cacheDir = () => path.join(os.tmpdir(), `skein-ts-child-${os.userInfo().uid}`)
 
 /** Writes via a temp file and a rename, so concurrent builders never see half a file. */
 const writeAtomic = (file: string, data: string | Uint8Array) => {
@@ -55,14 +56,12 @@ const isFresh = (manifest: Manifest, entry: string) =>
     }
   })
 
-const loadEsbuild = (): typeof Esbuild => {
-  const fromTsx = createRequire(createRequire(import.meta.url).resolve("tsx"))
-  return fromTsx(fromTsx.resolve("esbuild"))
-}
+const loadEsbuild = (): typeof Esbuild => createRequire(import.meta.url)("esbuild")
 
 /** The path of an up-to-date bundle of `entry`, building it if needed. Throws if it cannot. */
 export const bundle = (entry: string): string => {
   const dir = cacheDir()
+  const name = path.basename(entry).replace(/\.[cm]?tsx?$/, "")
   const manifestFile = path.join(dir, `${digest(entry).slice(0, 16)}.json`)
   const cached = readManifest(manifestFile)
   if (cached !== undefined && isFresh(cached, entry)) return cached.bundle
@@ -79,18 +78,55 @@ export const bundle = (entry: string): string => {
     write: false,
     metafile: true,
     logLevel: "silent",
-    outfile: path.join(dir, "fake-cli.mjs")
+    outfile: path.join(dir, `${name}.mjs`)
   })
   const output = result.outputFiles[0]
-  if (output === undefined) throw new Error("fake-cli bundle: esbuild produced no output")
+  if (output === undefined) throw new Error(`bundle of ${entry}: esbuild produced no output`)
   const inputs: Record<string, string> = {}
   for (const input of Object.keys(result.metafile.inputs)) {
     const file = path.resolve(workingDir, input)
     inputs[file] = digest(fs.readFileSync(file))
   }
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-  const bundleFile = path.join(dir, `fake-cli-${digest(output.contents).slice(0, 16)}.mjs`)
+  const bundleFile = path.join(dir, `${name}-${digest(output.contents).slice(0, 16)}.mjs`)
   if (!fs.existsSync(bundleFile)) writeAtomic(bundleFile, output.contents)
   writeAtomic(manifestFile, JSON.stringify({ entry, bundle: bundleFile, inputs } satisfies Manifest))
   return bundleFile
+}
+
+/**
+ * Loader flags that let plain `node` run a TypeScript entry: tsx's ESM hook,
+ * by absolute URL so the child's cwd does not matter.
+ */
+export const loaderArgs = (): ReadonlyArray<string> => [
+  "--import",
+  pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href
+]
+
+/**
+ * How a child's TypeScript runs. `"bundle"` (the default) runs the cached
+ * single-file build and falls back to `"tsx"` if it cannot be built; `"tsx"`
+ * runs the sources through tsx's loader, about five times slower to start.
+ */
+export type Runner = "bundle" | "tsx"
+
+const built = new Map<string, string | null>()
+
+const bundledOnce = (entry: string): string | null => {
+  let file = built.get(entry)
+  if (file === undefined) {
+    try {
+      file = bundle(entry)
+    } catch {
+      file = null
+    }
+    built.set(entry, file)
+  }
+  return file
+}
+
+/** The `node` arguments that start `entry` (before the entry's own arguments). */
+export const nodeArgs = (entry: string, runner: Runner = "bundle"): ReadonlyArray<string> => {
+  const file = runner === "bundle" ? bundledOnce(entry) : null
+  return file === null ? [...loaderArgs(), entry] : [file]
 }

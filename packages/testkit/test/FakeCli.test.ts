@@ -5,6 +5,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as FakeCli from "@skein/testkit/FakeCli"
+import * as TsChild from "@skein/testkit/TsChild"
 
 class ChildError extends Data.TaggedError("ChildError")<{ readonly message: string }> {}
 
@@ -14,7 +15,7 @@ interface ExitStatus {
 }
 
 /** A spawned fake with its output collected; killed with SIGKILL when the scope closes. */
-const spawnFake = (script: FakeCli.Script | string, runner?: FakeCli.Runner) =>
+const spawnFake = (script: FakeCli.Script | string, runner?: TsChild.Runner) =>
   Effect.gen(function*() {
     const { args, command, env } = FakeCli.command(script, runner === undefined ? {} : { runner })
     const exited = yield* Deferred.make<ExitStatus>()
