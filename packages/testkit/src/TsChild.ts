@@ -21,6 +21,9 @@ interface Manifest {
   readonly inputs: Readonly<Record<string, string>>
 }
 
+/** Bumped when the build options change, so older cached bundles are not reused. */
+const buildVersion = 2
+
 const digest = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex")
 
 const cacheDir = () => path.join(os.tmpdir(), `skein-ts-child-${os.userInfo().uid}`)
@@ -62,7 +65,7 @@ const loadEsbuild = (): typeof Esbuild => createRequire(import.meta.url)("esbuil
 export const bundle = (entry: string): string => {
   const dir = cacheDir()
   const name = path.basename(entry).replace(/\.[cm]?tsx?$/, "")
-  const manifestFile = path.join(dir, `${digest(entry).slice(0, 16)}.json`)
+  const manifestFile = path.join(dir, `${digest(`${buildVersion}:${entry}`).slice(0, 16)}.json`)
   const cached = readManifest(manifestFile)
   if (cached !== undefined && isFresh(cached, entry)) return cached.bundle
 
@@ -78,6 +81,8 @@ export const bundle = (entry: string): string => {
     write: false,
     metafile: true,
     logLevel: "silent",
+    // CommonJS dependencies (undici, under the platform's Node layer) require node builtins at run time.
+    banner: { js: "import { createRequire as __skeinRequire } from \"node:module\"; const require = __skeinRequire(import.meta.url);" },
     outfile: path.join(dir, `${name}.mjs`)
   })
   const output = result.outputFiles[0]
