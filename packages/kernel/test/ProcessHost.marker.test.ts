@@ -6,6 +6,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Logger, Option, Schema, Stream } from "effect"
+import * as TsChild from "@skein/testkit/TsChild"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -74,7 +75,7 @@ describe("ProcessHost markers", () => {
 
       const owner = yield* ProcessHost.spawn({
         command: process.execPath,
-        args: ["--import", "tsx", fixture, journal],
+        args: [...TsChild.nodeArgs(fixture), journal],
         cwd: repoRoot,
         label: "setsid-owner"
       })

@@ -7,6 +7,7 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost, ProcessJournal } from "@skein/kernel"
 import { Duration, Effect, Layer, Logger, Option, Stream } from "effect"
+import * as TsChild from "@skein/testkit/TsChild"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -64,7 +65,7 @@ describe("SIGKILL of a session's host", () => {
       const journal = Path.join(root, "journal.json")
       const host = yield* ProcessHost.spawn({
         command: process.execPath,
-        args: ["--import", "tsx", fixture, root, journal],
+        args: [...TsChild.nodeArgs(fixture), root, journal],
         cwd: repoRoot,
         label: "session host"
       })
