@@ -12,6 +12,7 @@ import { FakeModel } from "@skein/testkit"
 import { Deferred, type Duration, Effect, Fiber, Layer, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Permissions from "../src/Permissions.js"
 import * as Session from "../src/Session.js"
 import * as Worker from "../src/Worker.js"
 import * as Live from "./live.js"
@@ -167,6 +168,8 @@ describe("Worker e2e with the real CLI", () => {
       expect(costs.parentUsd).toBe(parentCounters.costUsd)
       expect(costs.workers).toEqual([expect.objectContaining({ taskId: worker.taskId, status: "completed" })])
       expect(costs.workers[0]?.costUsd).toBe(workerState.counters.costUsd)
+      expect(costs.workersUsd).toBeGreaterThan(0)
+      expect(costs.workersUsd).toBe(result.costUsd)
       expect(costs.totalUsd).toBeCloseTo(costs.parentUsd + costs.workersUsd, 12)
     }).pipe(Effect.provide(Live.layer)))
 
@@ -303,5 +306,157 @@ describe("Worker e2e with the real CLI", () => {
       const lastOfOne = requests.findLastIndex(asking("queue-one"))
       const firstOfTwo = requests.findIndex(asking("queue-two"))
       expect(firstOfTwo).toBeGreaterThan(lastOfOne)
+    }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("modes: an isolated worker asks its own policy, an interactive one the parent's handler", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          reply("hello", "Hi."),
+          FakeModel.matching(FakeModel.toolUse("Bash", { command: "touch isolated.txt" }), asking("perm-isolated")),
+          FakeModel.matching(FakeModel.toolUse("Bash", { command: "touch interactive.txt" }), asking("perm-interactive")),
+          FakeModel.matching(FakeModel.toolUse("Bash", { command: "touch unguarded.txt" }), asking("perm-none"))
+        ]
+      })
+      const d = yield* Live.dirs
+      const { launch, provide } = yield* setup(model, d)
+      const parentAsked: Array<Permissions.PermissionRequest> = []
+      const ownAsked: Array<Permissions.PermissionRequest> = []
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
+      const parentPolicy = Permissions.layer((request) => {
+        parentAsked.push(request)
+        return Effect.succeed(Permissions.allow())
+      })
+      // The parent's handler is in context where the pool is made, and where the isolated worker is forked.
+      const pool = yield* provide(Worker.pool(parent, { launch })).pipe(Effect.provide(parentPolicy))
+      const isolated = yield* Worker.fork(pool, {
+        label: "isolated",
+        prompt: "perm-isolated: make a file",
+        permissions: Permissions.make((request) => {
+          ownAsked.push(request)
+          return Effect.succeed(Permissions.deny("the isolated worker's own policy says no"))
+        })
+      }).pipe(Effect.provide(parentPolicy))
+      yield* isolated.result
+      expect(ownAsked.map((r) => [r.toolName, r.sessionId])).toEqual([["Bash", isolated.sessionId]])
+      expect(parentAsked).toEqual([])
+      expect(Fs.existsSync(Path.join(d.cwd, "isolated.txt"))).toBe(false)
+      // Without a policy of its own, an isolated worker gets none: the handler in the caller's context is not its.
+      const unguarded = yield* Worker.fork(pool, { label: "unguarded", prompt: "perm-none: make a file" }).pipe(
+        Effect.provide(parentPolicy)
+      )
+      yield* unguarded.result
+      expect(parentAsked).toEqual([])
+      expect(Fs.existsSync(Path.join(d.cwd, "unguarded.txt"))).toBe(false)
+
+      const interactive = yield* Worker.fork(pool, { label: "interactive", mode: "interactive", prompt: "perm-interactive: make a file" })
+      yield* interactive.result
+      expect(parentAsked.map((r) => [r.toolName, r.sessionId])).toEqual([["Bash", interactive.sessionId]])
+      expect(Fs.existsSync(Path.join(d.cwd, "interactive.txt"))).toBe(true)
+      expect(ownAsked).toHaveLength(1)
+      expect((yield* parent.state.get).pendingPermissions).toEqual([])
+    }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("an interactive worker shares the parent's abort: its interrupt interrupts the parent's turn too", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [reply("hello", "Hi."), reply("slow-shared", longText(80), "150 millis"), reply("parent-slow", longText(80), "150 millis")]
+      })
+      const d = yield* Live.dirs
+      const { launch, provide } = yield* setup(model, d)
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
+      const pool = yield* provide(Worker.pool(parent, { launch }))
+      const worker = yield* Worker.fork(pool, { label: "shared", mode: "interactive", prompt: "slow-shared: go" })
+      const turn = yield* parent.send("parent-slow: go")
+      yield* model.awaitRequest(0, asking("slow-shared"))
+      yield* model.awaitRequest(0, asking("parent-slow"))
+
+      yield* worker.interrupt
+      const [workerResult, parentSummary] = yield* Effect.all([worker.result, turn.result], { concurrency: "unbounded" })
+      expect(workerResult.interrupted).toBe(true)
+      expect(parentSummary.interrupted).toBe(true)
+      expect(parentSummary.text).toBeUndefined()
+    }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("custom: its own agent id, initial messages, tools and model", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [reply("hello", "Hi."), reply("custom-task", "Custom done.")] })
+      const d = yield* Live.dirs
+      const { launch, provide } = yield* setup(model, d)
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
+      const parentId = yield* parent.sessionId
+      const pool = yield* provide(Worker.pool(parent, { launch }))
+      const worker = yield* Worker.fork(pool, {
+        label: "researcher",
+        mode: "custom",
+        agentId: "researcher-7",
+        initialMessages: ["Context: the sky here is green."],
+        tools: ["Read"],
+        model: "claude-sonnet-4-5",
+        prompt: "custom-task: what colour is the sky?"
+      })
+      const result = yield* worker.result
+      expect(result.text).toBe("Custom done.")
+      expect(worker.agentId).toBe("researcher-7")
+      expect(Path.basename(worker.sidechainPath)).toBe("agent-researcher-7.jsonl")
+      expect(Fs.existsSync(worker.sidechainPath)).toBe(true)
+      const request = yield* model.awaitRequest(0, asking("custom-task"))
+      expect(body(request).model).toBe("claude-sonnet-4-5")
+      expect((body(request).tools ?? []).map((tool) => tool.name)).toEqual(["Read"])
+      const last = normalized(request).at(-1)
+      expect(last?.content.map((b) => b["text"])).toEqual(["Context: the sky here is green.", "custom-task: what colour is the sky?"])
+      const meta: Block = JSON.parse(Fs.readFileSync(worker.metaPath, "utf8"))
+      expect(meta).toMatchObject({ mode: "custom", parentSessionId: parentId })
+    }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("a worker past its timeout fails with WorkerTimeout, its process stopped", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [reply("hello", "Hi."), reply("slow-timeout", longText(80), "150 millis")] })
+      const d = yield* Live.dirs
+      const { launch, provide, tasks } = yield* setup(model, d)
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
+      const pool = yield* provide(Worker.pool(parent, { launch }))
+      const worker = yield* Worker.fork(pool, { label: "late", prompt: "slow-timeout: go", timeout: "2 seconds" })
+      const pid = (yield* worker.session).pid
+      const error = yield* Effect.flip(worker.result)
+      expect(error._tag).toBe("WorkerTimeout")
+      const record = yield* tasks.get(worker.taskId)
+      expect(record.status).toBe("failed")
+      expect(record.errorTag).toBe("WorkerTimeout")
+      expect(alive(pid)).toBe(false)
+      expect(alive(parent.pid)).toBe(true)
+    }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("the pool's interrupt is the parent's abort: its workers are killed and its turn interrupted, the session lives on", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          reply("hello", "Hi."),
+          reply("slow-a", longText(80), "150 millis"),
+          reply("slow-b", longText(80), "150 millis"),
+          reply("parent-slow", longText(80), "150 millis"),
+          reply("parent-after", "Still here.")
+        ]
+      })
+      const d = yield* Live.dirs
+      const { launch, provide, tasks } = yield* setup(model, d)
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
+      const pool = yield* provide(Worker.pool(parent, { launch }))
+      const workers = yield* Effect.forEach(["a", "b"], (x) => Worker.fork(pool, { label: x, prompt: `slow-${x}: go` }))
+      const turn = yield* parent.send("parent-slow: go")
+      for (const marker of ["slow-a", "slow-b", "parent-slow"]) yield* model.awaitRequest(0, asking(marker))
+      const pids = yield* Effect.forEach(workers, (w) => Effect.map(w.session, (s) => s.pid))
+
+      yield* pool.interrupt
+      expect((yield* turn.result).interrupted).toBe(true)
+      expect(pids.filter(alive)).toEqual([])
+      expect((yield* Effect.forEach(workers, (w) => tasks.get(w.taskId))).map((r) => r.status)).toEqual(["killed", "killed"])
+      const next = yield* Effect.flatMap(parent.send("parent-after: there?"), (t) => t.result)
+      expect(next.text).toBe("Still here.")
     }).pipe(Effect.provide(Live.layer)))
 })
