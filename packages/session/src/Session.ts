@@ -104,7 +104,8 @@ export interface Session {
   /** The `initialize` response (commands, models, account). */
   readonly initialize: Json.JsonObject | undefined
   /** Queue a user message; turns run one at a time, in order. */
-  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn, SessionClosed>
+  /** Fails with why the session ended (`CliExited`, …) once it has. */
+  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn, TurnError>
   /** Send a control request and wait for its response. */
   readonly request: (
     payload: Control.HostRequestPayload,
@@ -202,7 +203,6 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   const writeLock = yield* Effect.makeSemaphore(1)
   const sessionId = yield* Deferred.make<string, TurnError>()
   const ended = yield* Deferred.make<TurnError>()
-  const exited = yield* Deferred.make<ProcessHost.ExitStatus>()
   const signals = yield* Queue.unbounded<Signal>()
   const current = yield* Ref.make(Option.none<ActiveTurn>())
   const interruptRequested = yield* Ref.make(false)
@@ -461,7 +461,6 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     Effect.zipRight(child.await),
     Effect.flatMap((status) =>
       Effect.gen(function*() {
-        yield* Deferred.succeed(exited, status)
         yield* SubscriptionRef.update(state, (s) => ({ ...s, status: "exited" as const }))
         yield* shutdown(new CliExited({ code: status.code, signal: status.signal, stderrTail: status.stderrTail }))
       })
@@ -476,9 +475,9 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
         yield* Effect.sleep(Duration.millis(Math.max(1, limit / 4)))
         const now = yield* Clock.currentTimeMillis
         const s = yield* SubscriptionRef.get(state)
-        const since = s.lastSeenAt === 0 ? now : s.lastSeenAt
-        if (s.status !== "exited" && now - Math.max(since, startedAt) > limit) {
-          yield* shutdown(new SessionSilent({ silentMillis: now - Math.max(since, startedAt) }))
+        const silent = now - Math.max(s.lastSeenAt, startedAt)
+        if (s.status !== "exited" && silent > limit) {
+          yield* shutdown(new SessionSilent({ silentMillis: silent }))
           yield* child.kill("SIGKILL")
           return
         }
@@ -531,7 +530,11 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
         if (Option.isNone(next)) break // settled: the follow-up never came, or the interrupt never reached idle
         const signal = next.value
         if (signal._tag === "Ended") return yield* Effect.fail(signal.error)
-        if (signal._tag === "Result") results.push(signal.result)
+        if (signal._tag === "Result") {
+          // A result proves the turn ran, even if its `running` never came.
+          results.push(signal.result)
+          started = true
+        }
         if (signal._tag === "Running") {
           started = true
           idle = false
@@ -557,7 +560,8 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
 
   const send = (content: string | ReadonlyArray<Anthropic.ContentBlock>) =>
     Effect.gen(function*() {
-      if (Option.isSome(yield* Deferred.poll(ended))) return yield* closed
+      const end = yield* Deferred.poll(ended)
+      if (Option.isSome(end)) return yield* Effect.flatMap(end.value, Effect.fail)
       const turn: ActiveTurn = {
         index: ++turnCount,
         content,
@@ -639,7 +643,8 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     mcpStatus: request({ subtype: "mcp_status" }),
     getContextUsage: request({ subtype: "get_context_usage" }),
     end: child.closeStdin,
-    exit: Deferred.await(exited)
+    // ProcessHost's own wait: it resolves even after the session's scope closed.
+    exit: child.await
   }
   return session
 })

@@ -137,8 +137,8 @@ describe("Session faults (FakeCli)", () => {
         expect(yield* Effect.flip(queued.result)).toEqual(failure)
         expect(yield* Effect.flip(Effect.flatMap(queued.events.pipe(Stream.runDrain), () => Effect.void))).toEqual(failure)
 
-        const late = yield* Effect.flip(session.send("anyone?"))
-        expect(late._tag).toBe("SessionClosed")
+        // A send after the crash says why the session ended.
+        expect(yield* Effect.flip(session.send("anyone?"))).toEqual(failure)
         const lateRequest = yield* Effect.flip(session.setModel("other"))
         expect(lateRequest).toEqual(failure)
         expect((yield* session.state.get).status).toBe("exited")
@@ -277,17 +277,26 @@ describe("Session faults (FakeCli)", () => {
 
   it.scoped("the silence watchdog fails a silent session with SessionSilent", () =>
     Effect.gen(function*() {
-      // Timestamps of 0 read as "never seen"; start the clock elsewhere.
-      yield* TestClock.adjust("1 second")
       const session = yield* Session.start(fake(FakeCli.hang(), { silenceTimeout: "10 seconds" }))
       const turn = yield* session.send("hello?")
       const result = yield* Effect.fork(turn.result)
       yield* TestClock.adjust("1 minute")
       const error = yield* Effect.flip(Fiber.join(result))
       expect(error._tag).toBe("SessionSilent")
-      expect(yield* Effect.flip(session.send("again"))).toMatchObject({ _tag: "SessionClosed" })
+      expect(yield* Effect.flip(session.send("again"))).toMatchObject({ _tag: "SessionSilent" })
       // The watchdog killed the CLI.
       const status = yield* session.exit
       expect(status.signal).toBe("SIGKILL")
+    }).pipe(Effect.provide(host)))
+
+  it.scoped("a turn whose running state never came still ends at the idle after its result", () =>
+    Effect.gen(function*() {
+      const isRunning = (step: FakeCli.Step) =>
+        step._tag === "Emit" && JSON.stringify(step.message).includes(`"state":"running"`)
+      const script = FakeCli.textTurn("no running here").filter((step) => !isRunning(step))
+      expect(script.length).toBe(FakeCli.textTurn("no running here").length - 1)
+      const session = yield* Session.start(fake([...script, FakeCli.waitForEnd]))
+      const summary = yield* Effect.flatMap(session.send("hi"), (turn) => turn.result)
+      expect(summary.text).toBe("no running here")
     }).pipe(Effect.provide(host)))
 })
