@@ -31,7 +31,7 @@ import * as Internal from "./internal/worker.js"
 import { Permissions } from "./Permissions.js"
 import * as Session from "./Session.js"
 import type { RequestError, TurnError } from "./SessionError.js"
-import type { TurnUsage } from "./Turn.js"
+import { emptyUsage, type TurnUsage } from "./Turn.js"
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -189,6 +189,7 @@ export interface Workers {
   readonly parent: Session.Session
   /** Workers running at once; further forks wait for a slot. */
   readonly concurrency: number
+  /** Waits for the parent's session id (its first turn's `system/init`); the worker is killed when the current scope closes. */
   readonly fork: (options: ForkOptions) => Effect.Effect<Worker, ForkError, Scope.Scope>
   /** Every worker forked so far, finished ones included. */
   readonly workers: Effect.Effect<ReadonlyArray<Worker>>
@@ -302,7 +303,10 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
           yield* Effect.acquireRelease(slots.take(1), () => slots.release(1))
           const work = Effect.gen(function*() {
             if (Option.isSome(index)) {
-              yield* index.value.markWorker(sessionId, { parentSessionId, label: fork.label })
+              // Losing the mark only lets the fork show up in listings: no reason to fail the worker.
+              yield* index.value.markWorker(sessionId, { parentSessionId, label: fork.label }).pipe(
+                Effect.catchAll((error) => Effect.logWarning(`could not mark worker session ${sessionId}`, error))
+              )
             }
             const now = new Date(yield* Clock.currentTimeMillis).toISOString()
             const writer = yield* store.openSidechain({
@@ -354,7 +358,7 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
             // Its work is done: let the CLI finish its file and exit on its own.
             yield* session.end
             const exit = yield* session.exit.pipe(Effect.timeoutOption(Duration.seconds(5)))
-            const last_ = summary.results.at(-1)
+            const final = summary.results.at(-1)
             const result: WorkerResult = {
               taskId,
               label: fork.label,
@@ -365,7 +369,7 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
               text: summary.text,
               usage: summary.usage,
               costUsd: summary.costUsd,
-              subtype: last_?.subtype,
+              subtype: final?.subtype,
               isError: summary.isError,
               interrupted: summary.interrupted,
               stopReason: summary.stopReason,
@@ -457,7 +461,7 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
         status,
         costUsd: Option.match(counters, { onNone: () => 0, onSome: (c) => c.costUsd }),
         usage: Option.match(counters, {
-          onNone: () => ({ inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 }),
+          onNone: () => emptyUsage,
           onSome: (c) => ({
             inputTokens: c.inputTokens,
             outputTokens: c.outputTokens,
