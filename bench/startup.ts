@@ -1,0 +1,370 @@
+/**
+ * Startup latency: from the start of a session to the CLI's `system/init`
+ * and to its first `result`, three ways over the same CLI binary, the same
+ * FakeModel and the same environment, in one run:
+ *
+ * - **direct**: `node:child_process.spawn`, write the user message, read
+ *   stdout to `init` and `result`. The baseline.
+ * - **direct+initialize**: the same, but first `initialize` and wait for its
+ *   answer, as `Session.start` does: what the CLI itself charges for that.
+ * - **skein**: `Session.start` (which also sends `initialize` and waits for
+ *   its answer), then `send`.
+ * - **sdk**: `@anthropic-ai/claude-agent-sdk`'s `query()` with
+ *   `pathToClaudeCodeExecutable` (it sends `initialize` too).
+ *
+ *   npx tsx bench/startup.ts            # 20 rounds after a warm-up
+ *   npx tsx bench/startup.ts 20         # 20 rounds
+ *
+ * In stream-json mode the CLI prints `system/init` only once it has read the
+ * first user message, so every contender sends that message right away and
+ * "to init" includes reading it. Rounds alternate the order of the
+ * contenders, each run gets fresh config, working and temp directories, and
+ * the medians are reported, since the machines are shared and noisy: of the
+ * times, and of each round's ratio to direct (pairing cancels drifts in the
+ * load). "host CPU" is this process's CPU time from start to the first result
+ * (FakeModel serves from this process too, the same for every contender).
+ * Each run's process must be gone before the next one starts.
+ *
+ * The SDK is not a dependency of the repository: the bench installs it on
+ * demand (`npm install --prefix <tmp>`) into a cached temp directory.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { ProcessHost } from "@skein/kernel"
+import { Session } from "@skein/session"
+import { ClaudeCli, FakeModel } from "@skein/testkit"
+import { Effect, ManagedRuntime, Stream } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as Readline from "node:readline"
+import * as Url from "node:url"
+
+const rounds = Number(process.argv[2] ?? 20)
+const prompt = "Say hello"
+/** The SDK release that bundles CLI 2.1.332 (its package.json says so in `claudeCodeVersion`). */
+const sdkVersion = "0.3.332"
+
+// --- setup -------------------------------------------------------------------
+
+const cli = await Effect.runPromise(Effect.orDie(ClaudeCli.executable))
+const cliVersion: unknown = JSON.parse(
+  Fs.readFileSync(Path.join(Path.dirname(Path.dirname(cli)), "package.json"), "utf8")
+).version
+
+/** The host's environment without anything that would steer the CLI elsewhere. */
+const inherited = Object.fromEntries(
+  Object.entries(process.env).filter((entry): entry is [string, string] =>
+    entry[1] !== undefined && !/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(entry[0])
+  )
+)
+
+const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-startup-"))
+let runCount = 0
+
+interface RunDirs {
+  readonly configDir: string
+  readonly cwd: string
+  readonly tmpDir: string
+}
+
+const freshDirs = (): RunDirs => {
+  const base = Path.join(root, `run-${++runCount}`)
+  const make = (name: string) => {
+    const dir = Path.join(base, name)
+    Fs.mkdirSync(dir, { recursive: true })
+    return dir
+  }
+  return { configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
+}
+
+const envFor = (baseUrl: string, d: RunDirs): Record<string, string> => ({
+  ...inherited,
+  ...ClaudeCli.offlineEnv({ baseUrl, configDir: d.configDir, tmpDir: d.tmpDir }),
+  // skein always sets it; the others get it too, so the CLI does the same work.
+  CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: "1"
+})
+
+/** Pids of processes whose working directory is `cwd`: what a run left behind. */
+const processesIn = (cwd: string): ReadonlyArray<number> =>
+  Fs.readdirSync("/proc").flatMap((name) => {
+    if (!/^\d+$/.test(name)) return []
+    try {
+      return Fs.readlinkSync(`/proc/${name}/cwd`) === cwd ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+
+/** Waits until no process runs in the run's directory; kills stragglers after 10 s. */
+const settle = async (d: RunDirs): Promise<void> => {
+  const deadline = Date.now() + 10_000
+  while (processesIn(d.cwd).length > 0) {
+    if (Date.now() > deadline) {
+      for (const pid of processesIn(d.cwd)) process.kill(pid, "SIGKILL")
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+// --- the SDK, installed on demand -------------------------------------------
+
+interface SdkMessage {
+  readonly type: string
+  readonly subtype?: string | undefined
+}
+
+interface SdkQuery extends AsyncIterable<unknown> {
+  readonly close: () => void
+}
+
+type QueryFunction = (params: {
+  readonly prompt: AsyncIterable<unknown>
+  readonly options: { readonly [key: string]: unknown }
+}) => SdkQuery
+
+const isQueryFunction = (u: unknown): u is QueryFunction => typeof u === "function"
+
+const isSdkMessage = (u: unknown): u is SdkMessage =>
+  typeof u === "object" && u !== null && "type" in u && typeof u.type === "string"
+
+const loadSdk = async (): Promise<QueryFunction> => {
+  const dir = Path.join(Os.tmpdir(), `skein-bench-agent-sdk-${sdkVersion}`)
+  const pkg = Path.join(dir, "node_modules", "@anthropic-ai", "claude-agent-sdk")
+  if (!Fs.existsSync(Path.join(pkg, "sdk.mjs"))) {
+    console.log(`installing @anthropic-ai/claude-agent-sdk@${sdkVersion} into ${dir} …`)
+    // The CLI comes from this repository, so the SDK's platform binaries (optional) are left out.
+    ChildProcess.execFileSync("npm", [
+      "install",
+      "--prefix",
+      dir,
+      `@anthropic-ai/claude-agent-sdk@${sdkVersion}`,
+      "--omit=optional",
+      "--no-audit",
+      "--no-fund",
+      "--loglevel=error"
+    ], { stdio: "inherit" })
+  }
+  const manifest: unknown = JSON.parse(Fs.readFileSync(Path.join(pkg, "package.json"), "utf8"))
+  const bundled = typeof manifest === "object" && manifest !== null && "claudeCodeVersion" in manifest
+    ? manifest.claudeCodeVersion
+    : undefined
+  if (bundled !== cliVersion) console.log(`note: the SDK was built for CLI ${String(bundled)}, the CLI here is ${String(cliVersion)}`)
+  const module: unknown = await import(Url.pathToFileURL(Path.join(pkg, "sdk.mjs")).href)
+  const query = typeof module === "object" && module !== null && "query" in module ? module.query : undefined
+  if (!isQueryFunction(query)) throw new Error(`no query() in ${pkg}`)
+  return query
+}
+
+// --- the contenders ----------------------------------------------------------
+
+/** What skein passes for these options (`Session.start` adds nothing else here). */
+const directArgs = ["-p", "--output-format", "stream-json", "--input-format", "stream-json", "--verbose", "--bare"]
+
+interface Timing {
+  readonly init: number
+  readonly result: number
+  readonly cpu: number
+}
+
+const cpuSince = (start: NodeJS.CpuUsage): number => {
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / 1000
+}
+
+type Contender = (baseUrl: string) => Promise<Timing>
+
+const userLine = `${JSON.stringify({ type: "user", message: { role: "user", content: prompt } })}\n`
+const initializeLine = `${JSON.stringify({ type: "control_request", request_id: "init_1", request: { subtype: "initialize" } })}\n`
+
+/**
+ * Spawns the CLI and writes the user message. With `initialize`, it first
+ * sends `initialize` and waits for the answer, as `Session.start` does: the
+ * difference to skein is then skein's own cost, not the CLI's.
+ */
+const spawnDirect = (options: { readonly initialize: boolean }): Contender => async (baseUrl) => {
+  const d = freshDirs()
+  const t0 = performance.now()
+  const c0 = process.cpuUsage()
+  const child = ChildProcess.spawn(cli, directArgs, {
+    cwd: d.cwd,
+    env: envFor(baseUrl, d),
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  child.stdin.write(options.initialize ? initializeLine : userLine)
+  child.stderr.resume()
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  let init = -1
+  let result = -1
+  let cpu = -1
+  for await (const line of Readline.createInterface({ input: child.stdout })) {
+    const message: unknown = JSON.parse(line)
+    if (!isSdkMessage(message)) continue
+    if (message.type === "control_response") child.stdin.write(userLine)
+    if (init < 0 && message.type === "system" && message.subtype === "init") init = performance.now() - t0
+    if (message.type === "result") {
+      result = performance.now() - t0
+      cpu = cpuSince(c0)
+      break
+    }
+  }
+  child.stdin.end()
+  await exited
+  await settle(d)
+  return { init, result, cpu }
+}
+
+/** One runtime for every skein run, as a host would have: layers are not rebuilt per session. */
+const skein = (runtime: ManagedRuntime.ManagedRuntime<ProcessHost.ProcessHost, never>): Contender => (baseUrl) => {
+  const d = freshDirs()
+  return runtime.runPromise(Effect.scoped(Effect.gen(function*() {
+    const t0 = performance.now()
+    const c0 = process.cpuUsage()
+    const session = yield* Session.start({
+      cwd: d.cwd,
+      configDir: d.configDir,
+      env: envFor(baseUrl, d),
+      envMode: "replace",
+      executable: cli,
+      bare: true
+    })
+    const turn = yield* session.send(prompt)
+    let init = -1
+    let result = -1
+    let cpu = -1
+    yield* turn.events.pipe(
+      Stream.takeUntil((e) => e._tag === "Message" && e.message.type === "result"),
+      Stream.runForEach((e) =>
+        Effect.sync(() => {
+          if (e._tag !== "Message") return
+          if (init < 0 && e.message.type === "system" && e.message.subtype === "init") init = performance.now() - t0
+          if (e.message.type === "result") {
+            result = performance.now() - t0
+            cpu = cpuSince(c0)
+          }
+        })
+      )
+    )
+    yield* turn.result
+    yield* session.end
+    yield* session.exit
+    return { init, result, cpu }
+  }))).then(async (timing) => {
+    await settle(d)
+    return timing
+  })
+}
+
+const sdk = (query: QueryFunction): Contender => async (baseUrl) => {
+  const d = freshDirs()
+  let release = () => {}
+  const inputDone = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  async function* input() {
+    yield { type: "user", message: { role: "user", content: prompt }, parent_tool_use_id: null }
+    await inputDone
+  }
+  const t0 = performance.now()
+  const c0 = process.cpuUsage()
+  const q = query({
+    prompt: input(),
+    options: {
+      pathToClaudeCodeExecutable: cli,
+      cwd: d.cwd,
+      env: envFor(baseUrl, d),
+      extraArgs: { bare: null },
+      stderr: () => {}
+    }
+  })
+  let init = -1
+  let result = -1
+  let cpu = -1
+  for await (const message of q) {
+    if (!isSdkMessage(message)) continue
+    if (init < 0 && message.type === "system" && message.subtype === "init") init = performance.now() - t0
+    if (message.type === "result") {
+      result = performance.now() - t0
+      cpu = cpuSince(c0)
+      break
+    }
+  }
+  release()
+  q.close()
+  await settle(d)
+  return { init, result, cpu }
+}
+
+// --- the run -----------------------------------------------------------------
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+const main = Effect.gen(function*() {
+  const model = yield* FakeModel.make()
+  const query = yield* Effect.promise(loadSdk)
+  const runtime = yield* Effect.acquireRelease(
+    Effect.sync(() => ManagedRuntime.make(ProcessHost.layerMemory())),
+    (runtime) => Effect.promise(() => runtime.dispose())
+  )
+  const contenders: ReadonlyArray<readonly [string, Contender]> = [
+    ["direct", spawnDirect({ initialize: false })],
+    ["direct+initialize", spawnDirect({ initialize: true })],
+    ["skein", skein(runtime)],
+    ["sdk", sdk(query)]
+  ]
+  const timings = new Map<string, Array<Timing>>(contenders.map(([name]) => [name, []]))
+
+  console.log(`CLI ${String(cliVersion)} at ${cli}; FakeModel at ${model.url}; ${rounds} rounds after a warm-up`)
+  const load = () => Os.loadavg()[0]!.toFixed(1)
+  console.log(`load average ${load()} on ${Os.cpus().length} CPUs`)
+  for (let round = 0; round <= rounds; round++) {
+    // Rotate who goes first, so no contender always runs on a cold or a warm machine.
+    const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!)
+    for (const [name, run] of order) {
+      const timing = yield* Effect.promise(() => run(model.url))
+      if (timing.init < 0 || timing.result < 0) throw new Error(`${name}: no init or no result`)
+      if (round > 0) timings.get(name)!.push(timing)
+    }
+    if (round > 0 && process.stdout.isTTY === true) process.stdout.write(`round ${round}/${rounds}\r`)
+  }
+
+  console.log(`load average at the end ${load()}`)
+
+  // Medians of the times, and medians of the per-round ratios to direct (pairing cancels drifts in load).
+  const pairedRatio = (a: string, b: string, key: "init" | "result") =>
+    median(timings.get(a)!.map((t, i) => t[key] / timings.get(b)![i]![key]))
+  const col = (s: string, n: number) => s.padStart(n)
+  console.log(
+    `\n${"".padEnd(18)}${col("to init", 9)}${col("× direct", 10)}${col("to result", 11)}${col("× direct", 10)}${col("host CPU", 10)}`
+  )
+  for (const [name] of contenders) {
+    const ts = timings.get(name)!
+    console.log(
+      `${name.padEnd(18)}${col(median(ts.map((t) => t.init)).toFixed(0), 9)}${col(pairedRatio(name, "direct", "init").toFixed(3), 10)}` +
+        `${col(median(ts.map((t) => t.result)).toFixed(0), 11)}${col(pairedRatio(name, "direct", "result").toFixed(3), 10)}` +
+        `${col(median(ts.map((t) => t.cpu)).toFixed(1), 10)}`
+    )
+  }
+  console.log("(ms, medians; × = median of the per-round ratios)")
+  console.log(
+    `\nskein vs direct: ${pairedRatio("skein", "direct", "init").toFixed(3)}× to init, ` +
+      `${pairedRatio("skein", "direct", "result").toFixed(3)}× to result (target ≤ 1.1)` +
+      `\nskein vs sdk:    ${pairedRatio("skein", "sdk", "init").toFixed(3)}× to init, ` +
+      `${pairedRatio("skein", "sdk", "result").toFixed(3)}× to result (target ≤ 1)` +
+      `\nskein vs direct+initialize: ${pairedRatio("skein", "direct+initialize", "result").toFixed(3)}× to result (skein's own cost)`
+  )
+})
+
+main.pipe(
+  Effect.scoped,
+  Effect.ensuring(Effect.sync(() => Fs.rmSync(root, { recursive: true, force: true }))),
+  Effect.provide(NodeContext.layer),
+  Effect.runPromise
+).catch((error: unknown) => {
+  console.error(error)
+  process.exitCode = 1
+})
