@@ -249,6 +249,7 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
     Effect.forEach(Array.from(entries.values()), (entry) => entry.worker.kill, { concurrency: "unbounded", discard: true })
   )
 
+  const poolScope = yield* Effect.scope
   yield* Effect.addFinalizer(() => killAll)
 
   /** The worker session's services: its own policy, or the parent's handlers for `interactive`; never the parent's TaskManager. */
@@ -441,7 +442,8 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
         })
       }
       entries.set(taskId, { worker, started })
-      yield* Effect.addFinalizer(() => kill)
+      // In the pool's own scope the pool's finalizer kills it, with all the others at once.
+      if ((yield* Effect.scope) !== poolScope) yield* Effect.addFinalizer(() => kill)
       return worker
     }).pipe(Effect.withSpan("Worker.fork", { attributes: { label: fork.label, mode: fork.mode ?? "isolated" } }))
 

@@ -459,4 +459,26 @@ describe("Worker e2e with the real CLI", () => {
       const next = yield* Effect.flatMap(parent.send("parent-after: there?"), (t) => t.result)
       expect(next.text).toBe("Still here.")
     }).pipe(Effect.provide(Live.layer)))
+
+  it.scopedLive("a worker forked in a narrower scope dies when that scope closes; the parent and the pool go on", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [reply("hello", "Hi."), reply("slow-inner", longText(80), "150 millis"), reply("after-inner", "Next one.")]
+      })
+      const d = yield* Live.dirs
+      const { launch, provide, tasks } = yield* setup(model, d)
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
+      const pool = yield* provide(Worker.pool(parent, { launch }))
+      const { pid, taskId } = yield* Effect.scoped(Effect.gen(function*() {
+        const worker = yield* Worker.fork(pool, { label: "inner", prompt: "slow-inner: go" })
+        yield* model.awaitRequest(0, asking("slow-inner"))
+        return { pid: (yield* worker.session).pid, taskId: worker.taskId }
+      }))
+      expect((yield* tasks.get(taskId)).status).toBe("killed")
+      expect(alive(pid)).toBe(false)
+      expect(alive(parent.pid)).toBe(true)
+      const next = yield* Worker.fork(pool, { label: "next", prompt: "after-inner: go" })
+      expect((yield* next.result).text).toBe("Next one.")
+    }).pipe(Effect.provide(Live.layer)))
 })
