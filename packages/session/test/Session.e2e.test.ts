@@ -102,7 +102,7 @@ describe("Session e2e with the real CLI", () => {
       const model = yield* FakeModel.make({
         replies: [
           FakeModel.toolUse("Bash", {
-            command: "sleep 1; echo background done > bg.txt",
+            command: "sleep 2; echo background done > bg.txt",
             description: "Wait, then write",
             run_in_background: true
           }),
