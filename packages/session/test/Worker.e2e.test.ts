@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { TaskManager } from "@skein/kernel"
 import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { FakeModel } from "@skein/testkit"
-import { Deferred, type Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Deferred, type Duration, Effect, Fiber, Layer, Option, Schedule } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Permissions from "../src/Permissions.js"
@@ -470,11 +470,21 @@ describe("Worker e2e with the real CLI", () => {
       const parent = yield* Session.start(launch)
       yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
       const pool = yield* provide(Worker.pool(parent, { launch }))
-      const { pid, taskId } = yield* Effect.scoped(Effect.gen(function*() {
+      const { offset, pid, taskId } = yield* Effect.scoped(Effect.gen(function*() {
         const worker = yield* Worker.fork(pool, { label: "inner", prompt: "slow-inner: go" })
         yield* model.awaitRequest(0, asking("slow-inner"))
-        return { pid: (yield* worker.session).pid, taskId: worker.taskId }
+        // The output file is readable while the worker runs: its init is there before its reply.
+        const early = yield* tasks.readOutput(worker.taskId, 0).pipe(
+          Effect.filterOrFail((chunk) => chunk.text.includes(`"subtype":"init"`)),
+          Effect.retry(Schedule.spaced("50 millis"))
+        )
+        expect(early.text).toContain(worker.sessionId)
+        expect(early.text).not.toContain(`"type":"result"`)
+        return { pid: (yield* worker.session).pid, taskId: worker.taskId, offset: early.nextOffset }
       }))
+      const rest = yield* tasks.readOutput(taskId, offset)
+      expect(rest.text).not.toContain(`"subtype":"init"`)
+      expect(rest.nextOffset).toBeGreaterThanOrEqual(offset)
       expect((yield* tasks.get(taskId)).status).toBe("killed")
       expect(alive(pid)).toBe(false)
       expect(alive(parent.pid)).toBe(true)
