@@ -4,9 +4,9 @@
  * the requests FakeModel received, and files on disk.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { TaskManager } from "@skein/kernel"
 import { FakeModel } from "@skein/testkit"
 import { Chunk, Effect, Fiber, Option, Stream } from "effect"
-import { TaskManager } from "@skein/kernel"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Hooks from "../src/Hooks.js"
