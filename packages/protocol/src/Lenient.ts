@@ -18,6 +18,7 @@ import * as Predicate from "effect/Predicate"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { isJsonObject, type JsonObject } from "./Json.js"
+import { guardOf } from "./internal/guard.js"
 import * as Ndjson from "./Ndjson.js"
 
 export type { JsonObject }
@@ -84,7 +85,8 @@ export interface Check<A> {
 export type WireSchema<A, I = A> = Schema.Schema<A, I, never>
 
 export const check = <A, I>(schema: WireSchema<A, I>): Check<A> => {
-  const is = ParseResult.is(schema)
+  const guard = guardOf(schema.ast)
+  const is = (u: unknown): u is A => guard(u)
   const decode = ParseResult.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "preserve" })
   return {
     is: (u): u is A => is(u),

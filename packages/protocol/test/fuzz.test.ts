@@ -12,6 +12,14 @@ const prng = (seed: number) => () => {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 
+/** Effect's ParseResult verdict on a message of a known type: "valid", or the issue. */
+const explain = (message: CliMessage.CliMessage): string => {
+  const variant = CliMessage.decoder.variants[message.type]!
+  if (variant._tag === "Schema") return variant.check.explain(message)
+  const subtype = variant.subtypeOf({ ...message })
+  return typeof subtype === "string" ? variant.subtypes[subtype]!.explain(message) : "no subtype"
+}
+
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
@@ -86,6 +94,11 @@ describe("fuzz", () => {
         }
       }
       expect(decoded.every((d) => d._tag === "Message" || d._tag === "Unknown" || Lenient.isDiagnostic(d))).toBe(true)
+      // The compiled guards agree with Effect's own ParseResult on every verdict.
+      for (const d of decoded) {
+        if (d._tag === "Malformed") expect(d.issue).not.toBe("valid")
+        if (d._tag === "Message") expect(explain(d.message)).toBe("valid")
+      }
       // Each line also decodes the same on its own.
       for (let i = 0; i < 2000; i++) {
         const at = int(count)
