@@ -31,6 +31,8 @@ import {
   SubscriptionRef
 } from "effect"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
 import * as Args from "./internal/args.js"
@@ -151,9 +153,26 @@ const isTaskType = Schema.is(Task.TaskType)
 let requestCounter = 0
 const nextRequestId = (prefix: string) => `${prefix}_${++requestCounter}_${Math.random().toString(36).slice(2, 10)}`
 
-/** Whether the transcript of `sessionId` exists under `configDir` for `cwd`. */
-const transcriptExists = (configDir: string, cwd: string, sessionId: string): boolean =>
-  Fs.existsSync(TranscriptLayout.sessionPaths(TranscriptLayout.projectDir(configDir, cwd), sessionId).transcript)
+/** The CLI's config root for a session: where it keeps its transcripts. */
+const configRoot = (options: SessionOptions): string =>
+  options.configDir ?? options.env?.CLAUDE_CONFIG_DIR ??
+    (options.envMode === "replace" ? undefined : process.env.CLAUDE_CONFIG_DIR) ??
+    Path.join(Os.homedir(), ".claude")
+
+/**
+ * Whether `--resume <resume>` can find its transcript: a path, or an id the
+ * CLI looks up in every project folder of the root (it resumes across cwds).
+ */
+const resumable = (root: string, resume: string): Effect.Effect<boolean> =>
+  Effect.sync(() => {
+    if (resume.endsWith(TranscriptLayout.transcriptExtension)) return Fs.existsSync(resume)
+    const projects = TranscriptLayout.projectsDir(root)
+    try {
+      return Fs.readdirSync(projects).some((dir) => Fs.existsSync(Path.join(projects, dir, `${resume}${TranscriptLayout.transcriptExtension}`)))
+    } catch {
+      return false
+    }
+  })
 
 /**
  * Starts the CLI and initializes the control protocol. Permission, hook and
@@ -167,13 +186,17 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   const taskManager = yield* Effect.serviceOption(TaskManager.TaskManager)
   const scope = yield* Effect.scope
 
-  const configDir = options.configDir ?? options.env?.CLAUDE_CONFIG_DIR
-  if (options.resume !== undefined && configDir !== undefined && !transcriptExists(configDir, options.cwd, options.resume)) {
+  const configDir = options.configDir
+  const root = configRoot(options)
+  if (options.resume !== undefined && !(yield* resumable(root, options.resume))) {
     return yield* new ResumeMismatch({
       expected: options.resume,
       actual: null,
-      reason: `no transcript for ${options.resume} under ${TranscriptLayout.projectDir(configDir, options.cwd)}`
+      reason: `no transcript for ${options.resume} under ${TranscriptLayout.projectsDir(root)}`
     })
+  }
+  if (Option.isSome(hooks) && hooks.value.registrations.length > 0 && options.bare === true) {
+    yield* Effect.logWarning("Session: --bare skips hooks; the registered hooks will not be called")
   }
 
   const command = options.executable ?? (yield* Executable.resolve)
@@ -192,7 +215,8 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     label: `claude ${options.resume ?? ""}`.trim()
   }).pipe(Effect.mapError((e) => new SpawnFailed({ command: e.command, reason: e.reason })))
 
-  const parentSessionId = options.resume
+  // A plain resume continues the same session; a fork starts a child of it.
+  const parentSessionId = options.forkSession === true ? options.resume : undefined
   const state = yield* SubscriptionRef.make<SessionState.SessionState>({
     ...SessionState.initial({ cwd: options.cwd, parentSessionId }),
     pid: child.pid
@@ -390,11 +414,15 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
           case "init":
             return Effect.gen(function*() {
               yield* Deferred.succeed(sessionId, message.session_id)
-              if (configDir !== undefined) {
-                const transcriptPath =
-                  TranscriptLayout.sessionPaths(TranscriptLayout.projectDir(configDir, message.cwd), message.session_id).transcript
-                yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
+              const resumed = options.resume
+              if (
+                resumed !== undefined && options.forkSession !== true &&
+                !resumed.endsWith(TranscriptLayout.transcriptExtension) && resumed !== message.session_id
+              ) {
+                yield* Effect.logWarning(`Session: resumed ${resumed}, but the CLI reports ${message.session_id}`)
               }
+              const path = transcriptPath(root, message.cwd, message.session_id)
+              yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath: path }))
             })
           case "session_state_changed":
             return message.state === "running"
@@ -649,7 +677,7 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   return session
 })
 
-/** The transcript path the CLI uses for a session (for hosts that set `configDir`). */
+/** The transcript path the CLI uses for a session under a config root. */
 export const transcriptPath = (configDir: string, cwd: string, sessionId: string): string =>
   TranscriptLayout.sessionPaths(TranscriptLayout.projectDir(configDir, cwd), sessionId).transcript
 

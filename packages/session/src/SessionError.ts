@@ -48,7 +48,7 @@ export class ControlTimeout extends Schema.TaggedError<ControlTimeout>()("Contro
   timeoutMillis: Schema.Number
 }) {}
 
-/** `--resume` named a session whose transcript is not on disk, or the CLI reported another id. */
+/** `--resume` named a session whose transcript is not on disk under the CLI's config root. */
 export class ResumeMismatch extends Schema.TaggedError<ResumeMismatch>()("ResumeMismatch", {
   expected: Schema.String,
   actual: Schema.NullOr(Schema.String),

@@ -196,7 +196,12 @@ describe("Session e2e with the real CLI", () => {
   it.scopedLive("resume and fork: the new process's first request carries the parent's history as its prefix", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({
-        replies: [FakeModel.text("Noted: kumquat."), FakeModel.text("It was kumquat."), FakeModel.text("Forked: kumquat.")]
+        replies: [
+          FakeModel.text("Noted: kumquat."),
+          FakeModel.text("It was kumquat."),
+          FakeModel.text("Still kumquat."),
+          FakeModel.text("Forked: kumquat.")
+        ]
       })
       const d = yield* Live.dirs
       const parentId = yield* Effect.scoped(Effect.gen(function*() {
@@ -217,9 +222,22 @@ describe("Session e2e with the real CLI", () => {
         const summary = yield* Effect.flatMap(resumed.send("What was the word?"), (t) => t.result)
         expect(summary.text).toBe("It was kumquat.")
         expect(yield* resumed.sessionId).toBe(parentId)
+        // A plain resume continues the session: it has no parent.
+        expect((yield* resumed.state.get).parentSessionId).toBeUndefined()
         const first = yield* model.awaitRequest(1, FakeModel.isConversation)
         expect(normalized(first).slice(0, history.length)).toEqual(history)
         expect(lastUserText(first)).toContain("What was the word?")
+      }))
+      // The CLI finds a session from any cwd under the same config root, and so does the check before spawning.
+      const elsewhere = Path.join(d.root, "elsewhere")
+      Fs.mkdirSync(elsewhere)
+      yield* Effect.scoped(Effect.gen(function*() {
+        const resumed = yield* Session.start({ ...Live.liveOptions(model, d, { resume: parentId }), cwd: elsewhere })
+        const summary = yield* Effect.flatMap(resumed.send("And from elsewhere?"), (t) => t.result)
+        expect(summary.text).toBe("Still kumquat.")
+        expect(yield* resumed.sessionId).toBe(parentId)
+        const first = yield* model.awaitRequest(2, FakeModel.isConversation)
+        expect(normalized(first).slice(0, history.length)).toEqual(history)
       }))
       const afterResume = Fs.readFileSync(parentTranscript, "utf8")
       expect(afterResume).toContain("What was the word?")
@@ -232,7 +250,7 @@ describe("Session e2e with the real CLI", () => {
       const state = yield* forked.state.get
       expect(state.sessionId).toBe(forkId)
       expect(state.parentSessionId).toBe(parentId)
-      const first = yield* model.awaitRequest(2, FakeModel.isConversation)
+      const first = yield* model.awaitRequest(3, FakeModel.isConversation)
       expect(normalized(first).slice(0, history.length)).toEqual(history)
       expect(lastUserText(first)).toContain("And in the fork?")
       expect(Fs.readFileSync(parentTranscript, "utf8")).toBe(afterResume)
