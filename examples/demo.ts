@@ -20,7 +20,6 @@ import { Permissions, Session, type Turn } from "@skein/session"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Console, Duration, Effect, Fiber, Layer, Stream } from "effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 
 const tty = process.stdout.isTTY === true
@@ -223,18 +222,7 @@ const policy = Permissions.layer((request) =>
 
 // --- the tour ------------------------------------------------------------------
 
-const tempDirs = Effect.acquireRelease(
-  Effect.sync(() => {
-    const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-demo-"))
-    const make = (name: string) => {
-      const dir = Path.join(root, name)
-      Fs.mkdirSync(dir)
-      return dir
-    }
-    return { root, configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
-  }),
-  (d) => Effect.sync(() => Fs.rmSync(d.root, { recursive: true, force: true }))
-)
+const tempDirs = ClaudeCli.offlineDirs("skein-demo-")
 
 /** Sends `content`, prints the turn's events as they come, then its summary. */
 const runTurn = (session: Session.Session, content: string, onEvent?: (event: Turn.SessionEvent) => Effect.Effect<void>) =>

@@ -23,7 +23,6 @@ import { Session, Worker } from "@skein/session"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Console, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 
 const brief =
@@ -61,18 +60,7 @@ const script: ReadonlyArray<FakeModel.Reply> = [
   )
 ]
 
-const tempDirs = Effect.acquireRelease(
-  Effect.sync(() => {
-    const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-fanout-"))
-    const make = (name: string) => {
-      const dir = Path.join(root, name)
-      Fs.mkdirSync(dir)
-      return dir
-    }
-    return { root, configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
-  }),
-  (d) => Effect.sync(() => Fs.rmSync(d.root, { recursive: true, force: true }))
-)
+const tempDirs = ClaudeCli.offlineDirs("skein-fanout-")
 
 const main = Effect.gen(function*() {
   const model = yield* FakeModel.make({ replies: script })

@@ -6,31 +6,12 @@
 import { NodeContext } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Effect, Layer } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
+import { Layer } from "effect"
 import * as Session from "../src/Session.js"
 
-export interface LiveDirs {
-  readonly root: string
-  readonly configDir: string
-  readonly cwd: string
-  readonly tmpDir: string
-}
+export type LiveDirs = ClaudeCli.OfflineDirs
 
-export const dirs = Effect.acquireRelease(
-  Effect.sync((): LiveDirs => {
-    const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-session-"))
-    const make = (name: string) => {
-      const dir = Path.join(root, name)
-      Fs.mkdirSync(dir)
-      return dir
-    }
-    return { root, configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
-  }),
-  (d) => Effect.sync(() => Fs.rmSync(d.root, { recursive: true, force: true }))
-)
+export const dirs = ClaudeCli.offlineDirs("skein-session-")
 
 /** Options for a session that runs the real CLI against `model`. */
 export const liveOptions = (model: FakeModel.FakeModel["Type"], d: LiveDirs, extra?: Partial<Session.SessionOptions>): Session.SessionOptions => ({

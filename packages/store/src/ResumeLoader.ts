@@ -27,6 +27,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Scan from "./internal/backwardScan.js"
+import * as Jsonl from "./internal/jsonlFile.js"
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -323,7 +324,7 @@ const loadFile = (file: FileSystem.File, path: string, size: number, options: Op
     const tailOffset = Math.max(0, boundaryOffset)
 
     // 2. Decode the tail in full.
-    const tailBytes = yield* Scan.readAt(file, tailOffset, size - tailOffset)
+    const tailBytes = yield* Jsonl.readAt(file, tailOffset, size - tailOffset)
     const entries = new Map<string, Transcript.ChainEntry>()
     const order: Array<string> = []
     const metadata = emptyMetadata()

@@ -12,6 +12,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import type { Scope } from "effect"
 import { Chunk, Deferred, Effect, Ref, Schema, Stream } from "effect"
 import * as ChildProcess from "node:child_process"
+import * as NodeFs from "node:fs"
 import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -120,6 +121,37 @@ export const offlineEnv = (options: {
   DISABLE_ERROR_REPORTING: "1",
   ...(options.tmpDir === undefined ? {} : { TMPDIR: options.tmpDir })
 })
+
+/**
+ * The folders an offline run needs, under one temp root that is removed when
+ * the scope closes: a private `CLAUDE_CONFIG_DIR`, a working directory, and a
+ * `TMPDIR` that keeps the CLI's sockets and task files out of the shared `/tmp`.
+ *
+ * @since 0.0.0
+ */
+export interface OfflineDirs {
+  readonly root: string
+  readonly configDir: string
+  readonly cwd: string
+  readonly tmpDir: string
+}
+
+/**
+ * @since 0.0.0
+ */
+export const offlineDirs = (prefix = "skein-claude-"): Effect.Effect<OfflineDirs, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync((): OfflineDirs => {
+      const root = NodeFs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+      const make = (name: string) => {
+        const dir = Path.join(root, name)
+        NodeFs.mkdirSync(dir)
+        return dir
+      }
+      return { root, configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
+    }),
+    (dirs) => Effect.sync(() => NodeFs.rmSync(dirs.root, { recursive: true, force: true }))
+  )
 
 /** Variables of the parent that would steer the CLI elsewhere (real keys, a parent session). */
 const isInheritable = (name: string) =>

@@ -9,6 +9,7 @@
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type { PlatformError } from "@effect/platform/Error"
 import * as Effect from "effect/Effect"
+import { readAt } from "./jsonlFile.js"
 
 const NEWLINE = 0x0a
 
@@ -36,20 +37,6 @@ export interface ScanResult {
   /** Lines skipped for being longer than `maxLineBytes`. */
   readonly oversized: number
 }
-
-/** Reads exactly `length` bytes at `offset` (fewer only at end of file). */
-export const readAt = (file: FileSystem.File, offset: number, length: number): Effect.Effect<Uint8Array, PlatformError> =>
-  Effect.gen(function*() {
-    const buffer = new Uint8Array(length)
-    yield* file.seek(offset, "start")
-    let filled = 0
-    while (filled < length) {
-      const n = Number(yield* file.read(buffer.subarray(filled)))
-      if (n === 0) break
-      filled += n
-    }
-    return filled === length ? buffer : buffer.subarray(0, filled)
-  })
 
 const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
