@@ -6,9 +6,9 @@
  * - **direct**: `node:child_process.spawn`, write the user message, read
  *   stdout to `init` and `result`. The baseline.
  * - **direct+initialize**: the same, but first `initialize` and wait for its
- *   answer, as `Session.start` does: what the CLI itself charges for that.
- * - **skein**: `Session.start` (which also sends `initialize` and waits for
- *   its answer), then `send`.
+ *   answer: what a round trip to the CLI before the first turn costs.
+ * - **skein**: `Session.start` (which writes `initialize` first but does not
+ *   wait for its answer), then `send`.
  * - **sdk**: `@anthropic-ai/claude-agent-sdk`'s `query()` with
  *   `pathToClaudeCodeExecutable` (it sends `initialize` too).
  *
@@ -179,8 +179,8 @@ const initializeLine = `${JSON.stringify({ type: "control_request", request_id: 
 
 /**
  * Spawns the CLI and writes the user message. With `initialize`, it first
- * sends `initialize` and waits for the answer, as `Session.start` does: the
- * difference to skein is then skein's own cost, not the CLI's.
+ * sends `initialize` and waits for the answer, which shows what that round
+ * trip would cost (`Session.start` pipelines it instead).
  */
 const spawnDirect = (options: { readonly initialize: boolean }): Contender => async (baseUrl) => {
   const d = freshDirs()
@@ -355,7 +355,7 @@ const main = Effect.gen(function*() {
       `${pairedRatio("skein", "direct", "result").toFixed(3)}× to result (target ≤ 1.1)` +
       `\nskein vs sdk:    ${pairedRatio("skein", "sdk", "init").toFixed(3)}× to init, ` +
       `${pairedRatio("skein", "sdk", "result").toFixed(3)}× to result (target ≤ 1)` +
-      `\nskein vs direct+initialize: ${pairedRatio("skein", "direct+initialize", "result").toFixed(3)}× to result (skein's own cost)`
+      `\nskein vs direct+initialize: ${pairedRatio("skein", "direct+initialize", "result").toFixed(3)}× to result (a round trip before the first turn, which skein avoids)`
   )
 })
 

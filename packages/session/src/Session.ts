@@ -103,8 +103,11 @@ export interface Session {
   readonly state: Subscribable.Subscribable<SessionState.SessionState>
   /** Every decoded message and diagnostic from the moment of subscription on. */
   readonly subscribe: Effect.Effect<Queue.Dequeue<SessionEvent>, never, Scope.Scope>
-  /** The `initialize` response (commands, models, account). */
-  readonly initialize: Json.JsonObject | undefined
+  /**
+   * The `initialize` response (commands, models, account). `start` does not
+   * wait for it: the request is written first, and the CLI reads stdin in order.
+   */
+  readonly initialize: Effect.Effect<Json.JsonObject | undefined, RequestError>
   /** Queue a user message; turns run one at a time, in order. */
   /** Fails with why the session ended (`CliExited`, …) once it has. */
   readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn, TurnError>
@@ -248,7 +251,8 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
 
   // --- host → CLI requests ---------------------------------------------------
 
-  const request = (payload: Control.HostRequestPayload, opts?: { readonly timeout?: Duration.DurationInput | undefined }) =>
+  /** Writes a request now; the returned effect waits for its answer (or its timeout). */
+  const submit = (payload: Control.HostRequestPayload, opts?: { readonly timeout?: Duration.DurationInput | undefined }) =>
     Effect.gen(function*() {
       const end = yield* Deferred.poll(ended)
       if (Option.isSome(end)) return yield* Effect.flatMap(end.value, Effect.fail)
@@ -263,10 +267,20 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
           return yield* new ControlTimeout({ subtype: payload.subtype, requestId, timeoutMillis: millis })
         })
       yield* write(Control.request(requestId, payload))
-      if (timeout === undefined) return yield* Deferred.await(deferred)
-      const answer = yield* Deferred.await(deferred).pipe(Effect.timeoutOption(timeout))
-      return Option.isSome(answer) ? answer.value : yield* withdraw(Duration.toMillis(Duration.decode(timeout)))
-    }).pipe(Effect.withSpan("Session.request", { attributes: { subtype: payload.subtype } }))
+      if (timeout === undefined) return Deferred.await(deferred)
+      return Deferred.await(deferred).pipe(
+        Effect.timeoutOption(timeout),
+        Effect.flatMap(Option.match({
+          onNone: () => withdraw(Duration.toMillis(Duration.decode(timeout))),
+          onSome: Effect.succeed
+        }))
+      )
+    })
+
+  const request = (payload: Control.HostRequestPayload, opts?: { readonly timeout?: Duration.DurationInput | undefined }) =>
+    Effect.flatten(submit(payload, opts)).pipe(
+      Effect.withSpan("Session.request", { attributes: { subtype: payload.subtype } })
+    )
 
   const onResponse = (message: Control.ControlResponse) =>
     Effect.suspend(() => {
@@ -455,8 +469,11 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
         )
       }
       yield* PubSub.publish(events, event)
+      // Answers to the host's own requests are plumbing, not part of any turn.
       const turn = yield* Ref.get(current)
-      if (Option.isSome(turn)) yield* turn.value.events.offer(event)
+      if (Option.isSome(turn) && !(event._tag === "Message" && event.message.type === "control_response")) {
+        yield* turn.value.events.offer(event)
+      }
       if (event._tag === "Message") {
         yield* SubscriptionRef.update(state, (s) => SessionState.apply(s, event.message, now))
         yield* route(event.message)
@@ -639,9 +656,11 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
       ...(registration.timeout === undefined ? {} : { timeout: registration.timeout })
     })
   }
-  const initialize = yield* request(
+  // Written before any user message, and the CLI reads stdin in order: the
+  // first turn need not wait for the answer (that would cost a round trip).
+  const initialize = yield* submit(
     hookHandlers.size === 0 ? { subtype: "initialize" } : { subtype: "initialize", hooks: hookConfig }
-  )
+  ).pipe(Effect.flatMap(Effect.cached))
 
   const unit = <A>(effect: Effect.Effect<A, RequestError>) => Effect.asVoid(effect)
 

@@ -39,7 +39,10 @@ export interface TurnSummary {
 export interface Turn {
   /** Numbered from 1 in the order of `send`. */
   readonly index: number
-  /** This turn's events, from its send to its end. Fails if the CLI exits first. */
+  /**
+   * This turn's events, from its send to its end, without the answers to the
+   * host's own control requests (those are on `subscribe`). Fails if the CLI exits first.
+   */
   readonly events: Stream.Stream<SessionEvent, TurnError>
   /** Waits for the end of the turn. */
   readonly result: Effect.Effect<TurnSummary, TurnError>

@@ -214,6 +214,8 @@ describe("Session faults (FakeCli)", () => {
         const session = yield* Session.start(fake(FakeCli.ignoresSigterm(), {
           stopTimeouts: { stdinGrace: "100 millis", termGrace: "300 millis" }
         }))
+        // Its answer to initialize shows the fake is up, with its SIGTERM handler in place.
+        yield* session.initialize
         expect(isGone(session.pid)).toBe(false)
         return session.pid
       }).pipe(Effect.scoped, Effect.provide(capturing))

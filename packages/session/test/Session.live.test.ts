@@ -15,7 +15,7 @@ describe("Session with the real CLI", () => {
       const model = yield* FakeModel.make({ replies: [FakeModel.text("Hello from FakeModel.")] })
       const d = yield* Live.dirs
       const session = yield* Session.start(Live.liveOptions(model, d, { includePartialMessages: true }))
-      expect(session.initialize).toBeDefined()
+      expect(yield* session.initialize).toBeDefined()
       const turn = yield* session.send("Say hello")
       const events = yield* turn.events.pipe(Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
       const summary = yield* turn.result

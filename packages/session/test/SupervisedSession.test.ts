@@ -34,11 +34,18 @@ describe("SupervisedSession (FakeCli)", () => {
 
   it.scopedLive("restarts are bounded: a CLI that keeps dying closes the session when the policy gives up", () =>
     Effect.gen(function*() {
-      // Dies before it answers initialize: every start fails.
+      // Dies before it answers initialize. `start` does not wait for that answer,
+      // so each incarnation comes up and then exits: wait through them.
       const supervised = yield* SupervisedSession.start(fake([FakeCli.stderr("fake-cli: broken\n"), FakeCli.exit(1)], {
         restart: { maxRestarts: 2, base: "10 millis" }
       }))
-      expect(yield* Effect.flip(supervised.current)).toMatchObject({ _tag: "SessionClosed" })
+      const closed = yield* supervised.current.pipe(
+        Effect.flatMap((session) => session.exit),
+        Effect.zipRight(Effect.sleep("5 millis")),
+        Effect.forever,
+        Effect.flip
+      )
+      expect(closed).toMatchObject({ _tag: "SessionClosed" })
       expect(yield* supervised.restarts.get).toBe(2)
     }).pipe(Effect.provide(ProcessHost.layerMemory())))
 
