@@ -19,6 +19,7 @@ import type { Path } from "@effect/platform/Path"
 import type { Scope, Stream } from "effect"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import * as internal from "./internal/processHost.js"
+import * as procfs from "./internal/procfs.js"
 import * as ProcessJournal from "./ProcessJournal.js"
 
 // ---------------------------------------------------------------------------
@@ -83,6 +84,14 @@ export interface StopTimeouts {
   readonly stdinGrace: Duration.DurationInput
   readonly termGrace: Duration.DurationInput
 }
+
+/**
+ * Whether a process exists and is not a zombie (a zombie holds nothing: no
+ * lock, no session). Reads `/proc` where there is one, else signal 0.
+ *
+ * @since 0.0.0
+ */
+export const isAlive: (pid: number) => boolean = procfs.isLive
 
 /**
  * @since 0.0.0

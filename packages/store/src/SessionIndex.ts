@@ -18,6 +18,7 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
+import { ProcessHost } from "@skein/kernel"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Path from "node:path"
@@ -133,22 +134,6 @@ export type Query =
 // Liveness
 // ---------------------------------------------------------------------------
 
-/**
- * Whether a process exists: signal 0 checks without sending anything
- * (EPERM means it exists but belongs to someone else).
- *
- * @since 0.0.0
- */
-export const isAlive = (pid: number): boolean => {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return typeof error === "object" && error !== null && "code" in error && error.code === "EPERM"
-  }
-}
-
 /** @since 0.0.0 */
 export const liveDir = (root: string): string => Path.join(root, "skein", "live")
 
@@ -202,10 +187,10 @@ export const liveSessions = (root: string): Effect.Effect<ReadonlyMap<string, nu
     const fs = yield* FileSystem.FileSystem
     const live = new Map<string, number>()
     for (const value of yield* readJsonObjects(fs, cliSessionsDir(root))) {
-      if (isCliRegistryEntry(value) && isAlive(value.pid)) live.set(value.sessionId, value.pid)
+      if (isCliRegistryEntry(value) && ProcessHost.isAlive(value.pid)) live.set(value.sessionId, value.pid)
     }
     for (const value of yield* readJsonObjects(fs, liveDir(root))) {
-      if (isLiveMarker(value) && isAlive(value.pid)) live.set(value.sessionId, value.pid)
+      if (isLiveMarker(value) && ProcessHost.isAlive(value.pid)) live.set(value.sessionId, value.pid)
     }
     return live
   })

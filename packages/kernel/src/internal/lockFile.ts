@@ -6,6 +6,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import type { PlatformError } from "@effect/platform/Error"
 import { Clock, Effect, Option } from "effect"
 import * as Crypto from "node:crypto"
+import * as procfs from "./procfs.js"
 
 /** One version of a file in the protocol (the lock, or a claim), as read. */
 export interface Instance {
@@ -69,21 +70,11 @@ export const read = (fs: FileSystem.FileSystem, path: string): Effect.Effect<Opt
     })
   ).pipe(Effect.catchIf(isNotFound, () => Effect.succeed(Option.none<Instance>())))
 
-/** `process.kill(pid, 0)`: ESRCH means no such process; EPERM means it exists. */
-export const isAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return !(error instanceof Error && "code" in error && error.code === "ESRCH")
-  }
-}
-
 /** Held by a live process, and younger than `staleAfterMs`. */
 export const isHeld = (instance: Instance, now: number, staleAfterMs: number): boolean =>
   Option.match(instance.pid, {
     onNone: () => false,
-    onSome: (pid) => isAlive(pid) && now - instance.mtime.getTime() < staleAfterMs
+    onSome: (pid) => procfs.isLive(pid) && now - instance.mtime.getTime() < staleAfterMs
   })
 
 /** Writes a complete private file with the given mtime, ready to be linked or renamed into place. */

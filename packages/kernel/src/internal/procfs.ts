@@ -59,6 +59,7 @@ export const defaultSource = (): IdentitySource => hasProc() ? "proc" : "ps"
 
 /** Whether the process exists and is not a zombie. */
 export const isLive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
   if (hasProc()) return Option.exists(readStat(pid), (stat) => stat.state !== "Z")
   try {
     process.kill(pid, 0)
