@@ -242,12 +242,7 @@ const main = Effect.gen(function*() {
   const session = yield* Session.start({
     cwd: d.cwd,
     configDir: d.configDir,
-    env: {
-      ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-      // A parent CLI's variables must not steer the child.
-      CLAUDECODE: undefined,
-      CLAUDE_CODE_ENTRYPOINT: undefined
-    },
+    env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
     // The full tool set: `--bare` drops Bash's `run_in_background`.
     bare: false,
     includePartialMessages: true,

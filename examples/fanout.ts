@@ -75,12 +75,7 @@ const main = Effect.gen(function*() {
   const launch: Session.SessionOptions = {
     cwd: d.cwd,
     configDir: d.configDir,
-    env: {
-      ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-      // A parent CLI's variables must not steer the child.
-      CLAUDECODE: undefined,
-      CLAUDE_CODE_ENTRYPOINT: undefined
-    },
+    env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
     bare: true,
     stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
   }

@@ -17,12 +17,7 @@ export const dirs = ClaudeCli.offlineDirs("skein-session-")
 export const liveOptions = (model: FakeModel.FakeModel["Type"], d: LiveDirs, extra?: Partial<Session.SessionOptions>): Session.SessionOptions => ({
   cwd: d.cwd,
   configDir: d.configDir,
-  env: {
-    ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-    // The parent's own CLI variables must not steer the child.
-    CLAUDECODE: undefined,
-    CLAUDE_CODE_ENTRYPOINT: undefined
-  },
+  env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
   bare: true,
   stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" },
   ...extra

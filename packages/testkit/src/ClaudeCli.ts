@@ -166,6 +166,21 @@ const inheritedEnv = (): Record<string, string> => {
 }
 
 /**
+ * `offlineEnv` for a child whose environment is merged over this process's
+ * (ProcessHost's default, and so a Session's): every inherited variable that
+ * would steer the CLI elsewhere (a real key, a parent session) is unset.
+ *
+ * @since 0.0.0
+ */
+export const isolatedEnv = (options: Parameters<typeof offlineEnv>[0]): Record<string, string | undefined> => {
+  const env: Record<string, string | undefined> = {}
+  for (const name of Object.keys(process.env)) {
+    if (!isInheritable(name)) env[name] = undefined
+  }
+  return { ...env, ...offlineEnv(options) }
+}
+
+/**
  * @since 0.0.0
  */
 export interface SpawnOptions {
