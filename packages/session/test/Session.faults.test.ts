@@ -13,22 +13,8 @@ import * as Path from "node:path"
 import * as Permissions from "../src/Permissions.js"
 import * as Session from "../src/Session.js"
 import type { TurnError } from "../src/SessionError.js"
+import { fake } from "./fake.js"
 import type { SessionEvent } from "../src/Turn.js"
-
-const fastStop = { stdinGrace: "200 millis", termGrace: "300 millis" } as const
-
-/** Session options that run `script` in FakeCli (which ignores the CLI flags after it). */
-const fake = (script: FakeCli.Script, extra?: Partial<Session.SessionOptions>): Session.SessionOptions => {
-  const cmd = FakeCli.command(script, { cliArgs: [] })
-  return {
-    cwd: Os.tmpdir(),
-    executable: cmd.command,
-    executableArgs: cmd.args,
-    env: cmd.env,
-    stopTimeouts: fastStop,
-    ...extra
-  }
-}
 
 const host = ProcessHost.layerMemory()
 
@@ -41,15 +27,8 @@ const tempDir = Effect.acquireRelease(
 const recorded = (file: string): ReadonlyArray<Record<string, unknown>> =>
   Fs.readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l))
 
-/** Gone: no /proc entry, or a zombie. */
-const isGone = (pid: number): boolean => {
-  try {
-    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
-  } catch {
-    return true
-  }
-}
+/** Gone: no such process, or a zombie. */
+const isGone = (pid: number): boolean => !ProcessHost.isAlive(pid)
 
 /** Collects a turn's events and how its stream ended. */
 const drain = (events: Stream.Stream<SessionEvent, TurnError>) =>

@@ -1,18 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FakeModel } from "@skein/testkit"
 import { Effect } from "effect"
-import * as Fs from "node:fs"
+import { ProcessHost } from "@skein/kernel"
 import * as SupervisedSession from "../src/SupervisedSession.js"
 import * as Live from "./live.js"
 
-const isGone = (pid: number): boolean => {
-  try {
-    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    return stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")
-  } catch {
-    return true
-  }
-}
+/** Gone: no such process, or a zombie. */
+const isGone = (pid: number): boolean => !ProcessHost.isAlive(pid)
 
 describe("SupervisedSession with the real CLI", () => {
   it.scopedLive("a CLI SIGKILLed mid-turn fails that turn, then comes back with --resume and the history", () =>

@@ -6,20 +6,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
 import { FakeCli } from "@skein/testkit"
 import { Effect } from "effect"
-import * as Os from "node:os"
 import * as SupervisedSession from "../src/SupervisedSession.js"
-
-const fake = (script: FakeCli.Script, extra?: Partial<SupervisedSession.SupervisedOptions>): SupervisedSession.SupervisedOptions => {
-  const cmd = FakeCli.command(script, { cliArgs: [] })
-  return {
-    cwd: Os.tmpdir(),
-    executable: cmd.command,
-    executableArgs: cmd.args,
-    env: cmd.env,
-    stopTimeouts: { stdinGrace: "200 millis", termGrace: "300 millis" },
-    ...extra
-  }
-}
+import { fake } from "./fake.js"
 
 describe("SupervisedSession (FakeCli)", () => {
   it.scopedLive("without restart, a crash closes the session", () =>
@@ -36,9 +24,10 @@ describe("SupervisedSession (FakeCli)", () => {
     Effect.gen(function*() {
       // Dies before it answers initialize. `start` does not wait for that answer,
       // so each incarnation comes up and then exits: wait through them.
-      const supervised = yield* SupervisedSession.start(fake([FakeCli.stderr("fake-cli: broken\n"), FakeCli.exit(1)], {
+      const supervised = yield* SupervisedSession.start({
+        ...fake([FakeCli.stderr("fake-cli: broken\n"), FakeCli.exit(1)]),
         restart: { maxRestarts: 2, base: "10 millis" }
-      }))
+      })
       const closed = yield* supervised.current.pipe(
         Effect.flatMap((session) => session.exit),
         Effect.zipRight(Effect.sleep("5 millis")),
@@ -52,7 +41,7 @@ describe("SupervisedSession (FakeCli)", () => {
   it.scopedLive("a CLI that exits because the host ended it is not restarted", () =>
     Effect.gen(function*() {
       const supervised = yield* SupervisedSession.start(
-        fake([...FakeCli.textTurn("only turn"), FakeCli.waitForEnd], { restart: true })
+        { ...fake([...FakeCli.textTurn("only turn"), FakeCli.waitForEnd]), restart: true }
       )
       expect((yield* Effect.flatMap(supervised.send("hi"), (t) => t.result)).text).toBe("only turn")
       const session = yield* supervised.current
