@@ -9,49 +9,35 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import type { PlatformError } from "@effect/platform/Error"
-import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import * as PubSub from "effect/PubSub"
 import type * as Queue from "effect/Queue"
-import * as Schema from "effect/Schema"
+import * as Ref from "effect/Ref"
+import type * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as Task from "./Task.js"
+import { storeError, type TaskAlreadyExists, type TaskNotFound, type TaskNotTracked, type TaskStoreError } from "./internal/taskErrors.js"
+import * as Heartbeat from "./internal/taskHeartbeat.js"
+import * as Output from "./internal/taskOutput.js"
+import { recover } from "./internal/taskRecovery.js"
+import * as Registry from "./internal/taskRegistry.js"
+import { settle } from "./internal/taskSettle.js"
+import * as Spawn from "./internal/taskSpawn.js"
 import * as TaskStore from "./internal/taskStore.js"
+import * as Tracked from "./internal/taskTracked.js"
+import * as Task from "./Task.js"
 
 // ---------------------------------------------------------------------------
 // Errors
 // ---------------------------------------------------------------------------
 
-export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
-  id: Schema.String
-}) {}
-
-export class TaskAlreadyExists extends Schema.TaggedError<TaskAlreadyExists>()("TaskAlreadyExists", {
-  id: Schema.String
-}) {}
-
-/** A status change was asked of a task the manager runs itself; only its fiber decides that. */
-export class TaskNotTracked extends Schema.TaggedError<TaskNotTracked>()("TaskNotTracked", {
-  id: Schema.String
-}) {}
-
-/** A task's record or output file could not be written or read. */
-export class TaskStoreError extends Schema.TaggedError<TaskStoreError>()("TaskStoreError", {
-  operation: Schema.String,
-  message: Schema.String
-}) {}
+export { TaskAlreadyExists, TaskNotFound, TaskNotTracked, TaskStoreError } from "./internal/taskErrors.js"
 
 // ---------------------------------------------------------------------------
 // Options and shapes
@@ -161,510 +147,71 @@ export class TaskManager extends Context.Tag("@skein/kernel/TaskManager")<TaskMa
 // Implementation
 // ---------------------------------------------------------------------------
 
-interface Entry {
-  record: Task.TaskRecord
-  /** Serializes changes to one task: each is validated, written, then published. */
-  readonly lock: Effect.Semaphore
-  readonly done: Deferred.Deferred<Task.TaskRecord>
-  lastBeat: number
-  killRequested: boolean
-  readonly onKill: Effect.Effect<void> | undefined
-}
-
-const storeError = (operation: string) => (error: PlatformError) =>
-  new TaskStoreError({ operation, message: error.message })
-
-/** A copy that survives a JSON round trip, or nothing. */
-const plainJson = (value: unknown): unknown => {
-  if (value === undefined) return undefined
-  try {
-    const text = JSON.stringify(value)
-    return text === undefined ? undefined : JSON.parse(text)
-  } catch {
-    return undefined
-  }
-}
-
-const failureTag = (cause: Cause.Cause<unknown>): string | undefined =>
-  Option.match(Cause.failureOption(cause), {
-    onNone: () => undefined,
-    onSome: (error) =>
-      Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? error._tag : undefined
-  })
-
-const firstLine = (text: string): string => text.split("\n", 1)[0] ?? ""
-
-const summaryOf = (record: Task.TaskRecord): string => {
-  if (record.summary !== undefined) return record.summary
-  const name = `Task "${record.description}"`
-  switch (record.status) {
-    case "completed":
-      return `${name} completed`
-    case "failed":
-      return `${name} failed: ${firstLine(record.error ?? "unknown error")}`
-    case "killed":
-      return `${name} was stopped`
-    case "interrupted":
-      return `${name} was interrupted: the runtime stopped while it ran`
-    default:
-      return `${name} is ${record.status}`
-  }
-}
-
-const startedEvent = (record: Task.TaskRecord): Task.TaskStarted => ({
-  type: "system",
-  subtype: "task_started",
-  task_id: record.id,
-  description: record.description,
-  task_type: record.type,
-  tool_use_id: record.toolUseId,
-  parent_task_id: record.parentTaskId
-})
-
-const updatedEvent = (id: string, patch: Task.TaskUpdated["patch"]): Task.TaskUpdated => ({
-  type: "system",
-  subtype: "task_updated",
-  task_id: id,
-  patch
-})
-
-const notificationEvent = (record: Task.TaskRecord): Task.TaskNotification => ({
-  type: "system",
-  subtype: "task_notification",
-  task_id: record.id,
-  tool_use_id: record.toolUseId,
-  status: Task.noticeStatus(record.status),
-  output_file: record.outputFile,
-  summary: summaryOf(record)
-})
-
-/** Builds a manager whose tasks live as long as the enclosing scope. */
+/**
+ * Builds a manager whose tasks live as long as the enclosing scope. The
+ * parts live in `internal/`: the entries and notices (`taskRegistry`), the
+ * load (`taskRecovery`), spawned and tracked tasks (`taskSpawn`,
+ * `taskTracked`) and the end of a spawned one (`taskSettle`).
+ */
 export const make = Effect.fn("TaskManager.make")(function*(options: TaskManagerOptions) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(options.root)
   const store = TaskStore.make(fs, path, root)
-  const autoNotify = options.autoNotify ?? true
   const maxReadBytes = Math.max(4, options.maxReadBytes ?? 1024 * 1024)
-  const defaultHeartbeat = options.heartbeatTimeout === undefined ? undefined : Duration.decode(options.heartbeatTimeout)
-
   yield* store.ensureDir.pipe(Effect.mapError(storeError("create the tasks folder")))
-
-  const entries = new Map<string, Entry>()
-  let closing = false
 
   // Finalizers run last-added first: stop notifying, interrupt the fibers,
   // settle any fiber that never started, and only then close the event hub.
   const pubsub = yield* Effect.acquireRelease(PubSub.unbounded<Task.TaskEvent>(), PubSub.shutdown)
-  const publish = (event: Task.TaskEvent) => PubSub.publish(pubsub, event).pipe(Effect.asVoid)
-
-  const makeEntry = (record: Task.TaskRecord, onKill?: Effect.Effect<void>) =>
-    Effect.gen(function*() {
-      const entry: Entry = {
-        record,
-        lock: yield* Effect.makeSemaphore(1),
-        done: yield* Deferred.make<Task.TaskRecord>(),
-        lastBeat: yield* Clock.currentTimeMillis,
-        killRequested: false,
-        onKill
-      }
-      if (Task.isTerminal(record.status)) yield* Deferred.succeed(entry.done, record)
-      entries.set(record.id, entry)
-      return entry
-    })
-
-  const lookup = (id: string) =>
-    Effect.suspend(() => {
-      const entry = entries.get(id)
-      return entry === undefined ? Effect.fail(new TaskNotFound({ id })) : Effect.succeed(entry)
-    })
-
-  /** Writes the record, then makes it current: a failed write changes nothing. */
-  const commit = (entry: Entry, next: Task.TaskRecord, operation: string) =>
-    store.write(next).pipe(
-      Effect.mapError(storeError(operation)),
-      Effect.tap(() => Effect.sync(() => (entry.record = next)))
-    )
-
-  // ---- notification -------------------------------------------------------
-
-  /**
-   * The flag is written before the notice goes out, so a crash can lose a
-   * notice in that instant but never send one twice; a crash before the
-   * write leaves the task unnotified and the next start sends it.
-   */
-  const notify = (entry: Entry) =>
-    entry.lock.withPermits(1)(
-      Effect.gen(function*() {
-        const record = entry.record
-        if (!Task.isTerminal(record.status) || record.notified) return false
-        const next: Task.TaskRecord = { ...record, notified: true }
-        yield* commit(entry, next, "record a notice")
-        yield* publish(notificationEvent(next))
-        return true
-      })
-    ).pipe(Effect.uninterruptible)
-
-  const maybeNotify = (entry: Entry) =>
-    autoNotify && !closing
-      ? notify(entry).pipe(
-        Effect.asVoid,
-        Effect.catchAll((error) => Effect.logWarning("task notice deferred", error))
-      )
-      : Effect.void
-
-  /** After a task's terminal write: its notice (unless deferred), then wake `await`ers with the settled record. */
-  const finish = (entry: Entry) =>
-    maybeNotify(entry).pipe(Effect.zipRight(Effect.suspend(() => Deferred.succeed(entry.done, entry.record))))
-
-  const notifyPending = Effect.gen(function*() {
-    const waiting = Array.from(entries.values())
-      .filter((entry) => Task.isTerminal(entry.record.status) && !entry.record.notified)
-      .sort((a, b) => (a.record.endedAt ?? a.record.updatedAt) - (b.record.endedAt ?? b.record.updatedAt))
-    const sent: Array<Task.TaskId> = []
-    for (const entry of waiting) {
-      if (yield* notify(entry)) sent.push(entry.record.id)
-    }
-    return sent
-  }).pipe(Effect.withSpan("TaskManager.notifyPending"))
-
-  // ---- loading ------------------------------------------------------------
-
-  const loaded = yield* store.load.pipe(Effect.mapError(storeError("read the tasks folder")))
-  const interrupted: Array<Task.TaskId> = []
-  const loadedAt = yield* Clock.currentTimeMillis
-  for (const record of loaded.records) {
-    if (Task.isTerminal(record.status)) {
-      yield* makeEntry(record)
-      continue
-    }
-    // Its fiber (or the CLI running it) died with the previous process.
-    const next: Task.TaskRecord = {
-      ...record,
-      status: "interrupted",
-      updatedAt: loadedAt,
-      endedAt: loadedAt,
-      notified: false
-    }
-    yield* store.write(next).pipe(
-      Effect.catchAll((error) => Effect.logWarning(`could not record task ${record.id} as interrupted`, error))
-    )
-    yield* makeEntry(next)
-    interrupted.push(record.id)
-  }
-  for (const corrupt of loaded.corrupt) {
-    yield* Effect.logWarning(`skipping a corrupt task record: ${corrupt.file}: ${corrupt.message}`)
-  }
-  const recovery: Recovery = {
-    interrupted,
-    unnotified: Array.from(entries.values())
-      .filter((entry) => !entry.record.notified)
-      .map((entry) => entry.record.id),
-    corrupt: loaded.corrupt
-  }
-
-  // ---- settling a spawned task's end --------------------------------------
-
-  /** Applies a fiber's exit once; later calls (kill's fallback) find it terminal. */
-  const settle = <A, I>(entry: Entry, exit: Exit.Exit<A, unknown>, schema?: Schema.Schema<A, I>) =>
-    entry.lock.withPermits(1)(
-      Effect.gen(function*() {
-        const record = entry.record
-        if (Task.isTerminal(record.status)) return
-        const now = yield* Clock.currentTimeMillis
-        const base = { ...record, updatedAt: now, endedAt: now, notified: false }
-        let next: Task.TaskRecord
-        if (Exit.isSuccess(exit)) {
-          const result = schema === undefined
-            ? plainJson(exit.value)
-            : Either.getOrUndefined(Either.map(Schema.encodeEither(schema)(exit.value), plainJson))
-          if (result === undefined && exit.value !== undefined) {
-            yield* Effect.logWarning(`the result of task ${record.id} is not JSON; the record keeps none`)
-          }
-          next = { ...base, status: "completed", result }
-        } else if (Cause.isInterruptedOnly(exit.cause)) {
-          // A shutdown is the runtime stopping under the task; anything else stopped it on purpose.
-          next = { ...base, status: entry.killRequested || !closing ? "killed" : "interrupted" }
-        } else {
-          next = { ...base, status: "failed", error: Cause.pretty(exit.cause), errorTag: failureTag(exit.cause) }
-        }
-        const to = Either.getOrElse(Task.transition(record.id, record.status, next.status), () => "failed" as const)
-        next = { ...next, status: to }
-        // The fiber is over whatever the disk says; a lost write shows as `interrupted` on the next start.
-        entry.record = next
-        yield* store.write(next).pipe(
-          Effect.catchAll((error) => Effect.logWarning(`could not record the end of task ${record.id}`, error))
-        )
-        yield* publish(updatedEvent(record.id, { status: to, end_time: now, error: next.error }))
-      })
-    ).pipe(Effect.zipRight(finish(entry)), Effect.uninterruptible)
-
+  const registry = yield* Registry.make(store, pubsub, { autoNotify: options.autoNotify ?? true })
+  const recovery = yield* recover(registry)
   yield* Effect.addFinalizer(() =>
     Effect.forEach(
-      entries.values(),
-      (entry) =>
-        entry.record.supervision === "spawned" ? settle(entry, Exit.interrupt(FiberId.none)) : Effect.void,
+      registry.entries.values(),
+      (entry) => entry.record.supervision === "spawned" ? settle(registry, entry, Exit.interrupt(FiberId.none)) : Effect.void,
       { discard: true }
     )
   )
-  const fibers = yield* FiberMap.make<string>()
-  yield* Effect.addFinalizer(() => Effect.sync(() => (closing = true)))
+  const spawner: Spawn.Spawner = {
+    registry,
+    fibers: yield* FiberMap.make<string>(),
+    fs,
+    heartbeat: options.heartbeatTimeout === undefined ? undefined : Duration.decode(options.heartbeatTimeout)
+  }
+  yield* Effect.addFinalizer(() => Ref.set(registry.closing, true))
 
-  // ---- spawned tasks ------------------------------------------------------
-
-  const freshId = (type: Task.TaskType) =>
-    Effect.gen(function*() {
-      for (;;) {
-        const id = Task.makeId(type)
-        if (entries.has(id)) continue
-        const taken = yield* fs.exists(store.recordPath(id)).pipe(Effect.orElseSucceed(() => true))
-        if (!taken) return id
-      }
-    })
-
-  const heartbeatOf = (entry: Entry) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => (entry.lastBeat = now)))
-
-  const watchdog = (entry: Entry, timeoutMillis: number) =>
-    Effect.gen(function*() {
-      for (;;) {
-        const now = yield* Clock.currentTimeMillis
-        const remaining = entry.lastBeat + timeoutMillis - now
-        if (remaining <= 0) {
-          return yield* new Task.HeartbeatTimeout({ id: entry.record.id, timeoutMillis })
-        }
-        yield* Effect.sleep(Duration.millis(remaining))
-      }
-    })
-
-  const progressOf = (entry: Entry, options: ProgressOptions = {}) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const record = entry.record
-      yield* publish({
-        type: "system",
-        subtype: "task_progress",
-        task_id: record.id,
-        tool_use_id: record.toolUseId,
-        description: record.description,
-        usage: {
-          total_tokens: options.totalTokens ?? 0,
-          tool_uses: options.toolUses ?? 0,
-          duration_ms: Math.max(0, now - (record.startedAt ?? record.createdAt))
-        },
-        last_tool_name: options.lastToolName,
-        summary: options.summary
-      })
-    })
-
-  const appendTo = (entry: Entry, text: string) =>
-    entry.lock.withPermits(1)(
-      store.append(entry.record.outputFile, text).pipe(Effect.mapError(storeError("append to the output")))
-    )
-
-  const start = (entry: Entry) =>
-    entry.lock.withPermits(1)(
-      Effect.gen(function*() {
-        const record = entry.record
-        const now = yield* Clock.currentTimeMillis
-        const to = yield* Task.transition(record.id, record.status, "running")
-        yield* commit(entry, { ...record, status: to, updatedAt: now, startedAt: now }, "record the start")
-        entry.lastBeat = now
-        yield* publish(updatedEvent(record.id, { status: to }))
-      })
-    )
-
-  const spawn = <A, E, R, I = A>(
-    type: Task.TaskType,
-    options: SpawnOptions<A, I>,
-    task: (context: TaskContext) => Effect.Effect<A, E, R>
-  ): Effect.Effect<Task.TaskRecord, TaskStoreError, R> =>
-    Effect.gen(function*() {
-      const id = yield* freshId(type)
-      const now = yield* Clock.currentTimeMillis
-      const record: Task.TaskRecord = {
-        version: 1,
-        id,
-        type,
-        description: options.description,
-        status: "pending",
-        supervision: "spawned",
-        createdAt: now,
-        updatedAt: now,
-        outputFile: store.outputPath(id),
-        toolUseId: options.toolUseId,
-        parentTaskId: options.parentTaskId,
-        notified: false
-      }
-      yield* store.createOutput(record.outputFile).pipe(Effect.mapError(storeError("create the output file")))
-      yield* store.write(record).pipe(Effect.mapError(storeError("record the task")))
-      const entry = yield* makeEntry(record)
-      yield* publish(startedEvent(record))
-
-      const limit = options.heartbeatTimeout === undefined
-        ? defaultHeartbeat
-        : Duration.decode(options.heartbeatTimeout)
-      const context: TaskContext = {
-        id,
-        outputFile: record.outputFile,
-        append: (text) => appendTo(entry, text),
-        heartbeat: heartbeatOf(entry),
-        progress: (progress) => progressOf(entry, progress)
-      }
-      const work = Effect.suspend(() => task(context))
-      const guarded = limit === undefined || !Duration.isFinite(limit)
-        ? work
-        : Effect.raceFirst(work, watchdog(entry, Duration.toMillis(limit)))
-
-      // Uninterruptible except for the work itself, so a kill always reaches `settle`.
-      const body = Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const started = yield* Effect.exit(start(entry))
-          if (Exit.isFailure(started)) return yield* settle(entry, started)
-          const exit = yield* Effect.exit(restore(guarded))
-          yield* settle(entry, exit, options.result)
-        })
-      )
-      yield* FiberMap.run(fibers, id, body)
-      return record
-    }).pipe(
-      // Once the record exists the fiber must too, or the task would sit pending until shutdown.
-      Effect.uninterruptible,
-      Effect.withSpan("TaskManager.spawn", { attributes: { type } })
-    )
-
-  // ---- tracked tasks ------------------------------------------------------
-
-  const track = Effect.fn("TaskManager.track")(
-    function*(id: string, type: Task.TaskType, description: string, trackOptions: TrackOptions = {}) {
-      const taskId = yield* Task.parseId(id, type)
-      if (entries.has(taskId)) return yield* new TaskAlreadyExists({ id })
-      const now = yield* Clock.currentTimeMillis
-      const status = trackOptions.status ?? "running"
-      const record: Task.TaskRecord = {
-        version: 1,
-        id: taskId,
-        type,
-        description,
-        status,
-        supervision: "tracked",
-        createdAt: now,
-        updatedAt: now,
-        startedAt: status === "running" ? now : undefined,
-        outputFile: trackOptions.outputFile ?? store.outputPath(taskId),
-        toolUseId: trackOptions.toolUseId,
-        parentTaskId: trackOptions.parentTaskId,
-        notified: false
-      }
-      if (trackOptions.outputFile === undefined) {
-        yield* store.createOutput(record.outputFile).pipe(Effect.mapError(storeError("create the output file")))
-      }
-      yield* store.write(record).pipe(Effect.mapError(storeError("record the task")))
-      yield* makeEntry(record, trackOptions.onKill)
-      yield* publish(startedEvent(record))
-      return record
-    }
-  )
-
-  /** Applies a patch under the task's lock; a terminal task takes none. */
-  const applyPatch = (entry: Entry, patch: Task.TaskPatch) =>
-    entry.lock.withPermits(1)(
-      Effect.gen(function*() {
-        const record = entry.record
-        if (Task.isTerminal(record.status)) {
-          return yield* new Task.IllegalTransition({ id: record.id, from: record.status, to: patch.status ?? record.status })
-        }
-        const changes = patch.status !== undefined && patch.status !== record.status
-        if (changes && record.supervision === "spawned") return yield* new TaskNotTracked({ id: record.id })
-        const to = changes && patch.status !== undefined
-          ? yield* Task.transition(record.id, record.status, patch.status)
-          : record.status
-        const now = yield* Clock.currentTimeMillis
-        const ends = Task.isTerminal(to)
-        const next: Task.TaskRecord = {
-          ...record,
-          status: to,
-          description: patch.description ?? record.description,
-          error: patch.error ?? record.error,
-          summary: patch.summary ?? record.summary,
-          updatedAt: now,
-          startedAt: to === "running" && record.startedAt === undefined ? now : record.startedAt,
-          endedAt: ends ? now : record.endedAt
-        }
-        yield* commit(entry, next, "record an update")
-        yield* publish(updatedEvent(record.id, {
-          status: changes ? to : undefined,
-          description: patch.description,
-          error: patch.error,
-          end_time: ends ? now : undefined
-        }))
-        return next
-      })
-    ).pipe(
-      Effect.tap((next) => (Task.isTerminal(next.status) ? finish(entry) : Effect.void)),
-      Effect.map(() => entry.record)
-    )
-
-  const update = Effect.fn("TaskManager.update")(function*(id: string, patch: Task.TaskPatch) {
-    const entry = yield* lookup(id)
-    return yield* applyPatch(entry, patch)
-  })
-
-  const kill = Effect.fn("TaskManager.kill")(function*(id: string) {
-    const entry = yield* lookup(id)
-    const record = entry.record
-    if (Task.isTerminal(record.status)) {
-      return yield* new Task.IllegalTransition({ id, from: record.status, to: "killed" })
-    }
-    if (record.supervision === "tracked") {
-      if (entry.onKill !== undefined) yield* entry.onKill
-      // Only a spawned task refuses a status patch, and this one is tracked.
-      return yield* applyPatch(entry, { status: "killed" }).pipe(Effect.catchTag("TaskNotTracked", Effect.die))
-    }
-    entry.killRequested = true
-    // Interrupts and awaits the fiber: its finalizers have run when this returns.
-    yield* FiberMap.remove(fibers, id)
-    // A fiber interrupted before its first step never reached its own `settle`.
-    yield* settle(entry, Exit.interrupt(FiberId.none))
-    return entry.record
-  })
-
-  const heartbeat = Effect.fn("TaskManager.heartbeat")(function*(id: string) {
-    yield* heartbeatOf(yield* lookup(id))
-  })
-
-  const append = Effect.fn("TaskManager.append")(function*(id: string, text: string) {
-    yield* appendTo(yield* lookup(id), text)
-  })
-
-  const readOutput = Effect.fn("TaskManager.readOutput")(function*(id: string, offset: number) {
-    const record = (yield* lookup(id)).record
-    return yield* store.read(record.outputFile, offset, {
-      maxBytes: maxReadBytes,
-      final: Task.isTerminal(record.status)
-    }).pipe(Effect.mapError(storeError("read the output")))
-  })
-
-  const get = (id: string) => Effect.map(lookup(id), (entry) => entry.record)
-
-  const list = Effect.sync(() => Array.from(entries.values(), (entry) => entry.record))
-
-  const awaitTask = (id: string) => Effect.flatMap(lookup(id), (entry) => Deferred.await(entry.done))
+  const lookup = (id: string) => Registry.lookup(registry, id)
 
   return TaskManager.of({
     root,
     recovery,
-    spawn,
-    track,
-    update,
-    kill,
-    heartbeat,
-    append,
-    readOutput,
-    get,
-    list,
-    await: awaitTask,
-    notifyPending,
+    spawn: (type, spawnOptions, task) => Spawn.spawn(spawner, type, spawnOptions, task),
+    track: Effect.fn("TaskManager.track")(function*(id: string, type: Task.TaskType, description: string, trackOptions?: TrackOptions) {
+      return yield* Tracked.track(registry, id, type, description, trackOptions)
+    }),
+    update: Effect.fn("TaskManager.update")(function*(id: string, patch: Task.TaskPatch) {
+      return yield* Tracked.applyPatch(registry, yield* lookup(id), patch)
+    }),
+    kill: Effect.fn("TaskManager.kill")(function*(id: string) {
+      const entry = yield* lookup(id)
+      const status = entry.record.status
+      if (Task.isTerminal(status)) return yield* new Task.IllegalTransition({ id, from: status, to: "killed" })
+      return yield* entry.record.supervision === "tracked" ? Tracked.kill(registry, entry) : Spawn.kill(spawner, entry)
+    }),
+    heartbeat: Effect.fn("TaskManager.heartbeat")(function*(id: string) {
+      yield* Heartbeat.beat(yield* lookup(id))
+    }),
+    append: Effect.fn("TaskManager.append")(function*(id: string, text: string) {
+      yield* Output.append(registry, yield* lookup(id), text)
+    }),
+    readOutput: Effect.fn("TaskManager.readOutput")(function*(id: string, offset: number) {
+      return yield* Output.read(registry, yield* lookup(id), offset, maxReadBytes)
+    }),
+    get: (id) => Effect.map(lookup(id), (entry) => entry.record),
+    list: Effect.sync(() => Array.from(registry.entries.values(), (entry) => entry.record)),
+    await: (id) => Effect.flatMap(lookup(id), (entry) => Deferred.await(entry.done)),
+    notifyPending: Registry.notifyPending(registry).pipe(Effect.withSpan("TaskManager.notifyPending")),
     subscribe: PubSub.subscribe(pubsub)
   })
 })
