@@ -251,7 +251,7 @@ const onSystem = (state: State, message: CliMessage.SystemMessage): Step => {
       const known = state.liveTasks.filter((id) => !now.has(id))
       const fresh = [...now].filter((id) => !state.liveTasks.includes(id))
       const [afterEnd, out] = tasksEnded(state, known)
-      return [{ ...afterEnd, liveTasks: [...afterEnd.liveTasks, ...fresh] }, out]
+      return [fresh.reduce((s, id) => taskStarted(s, id)[0], afterEnd), out]
     }
     default:
       return [state, []]
