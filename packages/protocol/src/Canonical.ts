@@ -55,6 +55,9 @@ export type ToolRef = typeof ToolRef.Type
 // Sessions
 // ---------------------------------------------------------------------------
 
+export const ModelRef = Schema.Struct({ providerID: Schema.String, modelID: Schema.String })
+export type ModelRef = typeof ModelRef.Type
+
 export const SessionInfo = Schema.Struct({
   id: Schema.String,
   title: Schema.String,
@@ -66,7 +69,11 @@ export const SessionInfo = Schema.Struct({
     created: Schema.Number,
     updated: Schema.Number,
     compacting: Schema.optional(Schema.Number)
-  })
+  }),
+  /** skein: the model the CLI reported last (`init`). */
+  model: Schema.optional(ModelRef),
+  /** skein: the CLI's permission mode (`init`, `status`). */
+  permissionMode: Schema.optional(Schema.String)
 }).annotations({ identifier: "SessionInfo" })
 export type SessionInfo = typeof SessionInfo.Type
 
@@ -87,8 +94,6 @@ export type SessionStatus = typeof SessionStatus.Type
 // Messages
 // ---------------------------------------------------------------------------
 
-export const ModelRef = Schema.Struct({ providerID: Schema.String, modelID: Schema.String })
-export type ModelRef = typeof ModelRef.Type
 
 export const UserMessage = Schema.Struct({
   id: Schema.String,
@@ -448,6 +453,68 @@ export const SessionMetrics = define(
   })
 )
 
+export const SessionCompacted = define("session.compacted", Schema.Struct(sessionID))
+export const QuestionRejected = define(
+  "question.rejected",
+  Schema.Struct({ ...sessionID, requestID: Schema.String })
+)
+
+/** A note the CLI showed the user (`informational` and the like). */
+const notice = {
+  ...sessionID,
+  message: Schema.String,
+  level: Schema.optional(Schema.String),
+  /** The CLI's subtype the notice came from. */
+  source: Schema.optional(Schema.String),
+  toolUseID: Schema.optional(Schema.String)
+} as const
+export const SessionInfoEvent = define("session.info", Schema.Struct(notice))
+export const SessionWarning = define("session.warning", Schema.Struct(notice))
+
+/** One hook's run: started, progress or response, as the CLI reports it. */
+export const SessionHookProgress = define(
+  "session.hook_progress",
+  Schema.Struct({
+    ...sessionID,
+    hookID: Schema.String,
+    hookName: Schema.String,
+    hookEvent: Schema.String,
+    phase: Schema.Literal("started", "progress", "response"),
+    stdout: Schema.optional(Schema.String),
+    stderr: Schema.optional(Schema.String),
+    output: Schema.optional(Schema.String),
+    exitCode: Schema.optional(Schema.Number),
+    outcome: Schema.optional(Schema.String)
+  })
+)
+
+/**
+ * A CLI message with no canonical meaning (an unknown type or subtype, a
+ * bookkeeping message, a diagnostic), kept whole so that nothing is dropped
+ * without a trace.
+ */
+export const SessionCliEvent = define(
+  "session.cli_event",
+  Schema.Struct({
+    ...sessionID,
+    /** `message` (known and passed through), `unknown`, or a diagnostic tag. */
+    kind: Schema.String,
+    cliType: Schema.optional(Schema.String),
+    cliSubtype: Schema.optional(Schema.String),
+    /** The message as the CLI wrote it, or the raw line of a diagnostic. */
+    data: Schema.Unknown,
+    issue: Schema.optional(Schema.String)
+  })
+)
+
+/** The flat events of the pre-canonical wire (`legacy` mode), carrying the CLI's message as is. */
+const legacy = <const T extends string>(type: T) =>
+  define(type, Schema.Struct({ ...sessionID, message: Schema.Unknown }))
+export const LegacyMessage = legacy("session.message")
+export const LegacyStreamEvent = legacy("session.stream_event")
+export const LegacyControlRequest = legacy("session.control_request")
+export const LegacyResult = legacy("session.result")
+
 /** Every event serve emits. An unknown `type` fails to decode. */
 export const CanonicalEvent = Schema.Union(
   SessionCreated,
@@ -469,8 +536,26 @@ export const CanonicalEvent = Schema.Union(
   ToolProgress,
   MessageAttachment,
   SessionHookSummary,
-  SessionMetrics
+  SessionMetrics,
+  SessionCompacted,
+  QuestionRejected,
+  SessionInfoEvent,
+  SessionWarning,
+  SessionHookProgress,
+  SessionCliEvent,
+  LegacyMessage,
+  LegacyStreamEvent,
+  LegacyControlRequest,
+  LegacyResult
 ).annotations({ identifier: "CanonicalEvent" })
+
+/** The flat event types only `legacy` mode writes. */
+export const legacyEventTypes: ReadonlySet<string> = new Set([
+  "session.message",
+  "session.stream_event",
+  "session.control_request",
+  "session.result"
+])
 export type CanonicalEvent = typeof CanonicalEvent.Type
 
 export type EventType = CanonicalEvent["type"]

@@ -152,7 +152,25 @@ const events: ReadonlyArray<Canonical.CanonicalEvent> = [
     preventedContinuation: false,
     totalDurationMs: 40
   }),
-  Canonical.event("session.metrics", { sessionID, durationMs: 1200, numTurns: 2, cost: 0.1, tokens })
+  Canonical.event("session.metrics", { sessionID, durationMs: 1200, numTurns: 2, cost: 0.1, tokens }),
+  Canonical.event("session.compacted", { sessionID }),
+  Canonical.event("question.rejected", { sessionID, requestID: "q_1" }),
+  Canonical.event("session.info", { sessionID, message: "note", level: "info", source: "informational" }),
+  Canonical.event("session.warning", { sessionID, message: "cache miss", source: "cache_warning" }),
+  Canonical.event("session.hook_progress", {
+    sessionID,
+    hookID: "h1",
+    hookName: "Stop",
+    hookEvent: "Stop",
+    phase: "response",
+    exitCode: 0,
+    outcome: "success"
+  }),
+  Canonical.event("session.cli_event", { sessionID, kind: "unknown", cliType: "brand_new", data: { type: "brand_new" } }),
+  Canonical.event("session.message", { sessionID, message: { type: "assistant" } }),
+  Canonical.event("session.stream_event", { sessionID, message: { type: "stream_event" } }),
+  Canonical.event("session.control_request", { sessionID, message: { type: "control_request" } }),
+  Canonical.event("session.result", { sessionID, message: { type: "result" } })
 ]
 
 const roundTrip = (input: unknown) =>
@@ -166,7 +184,7 @@ const roundTrip = (input: unknown) =>
 describe("Canonical", () => {
   it("samples cover every event type", () => {
     expect(new Set(events.map((e) => e.type))).toEqual(new Set(Canonical.eventTypes))
-    expect(Canonical.eventTypes).toHaveLength(20)
+    expect(Canonical.eventTypes).toHaveLength(30)
   })
 
   it.effect("every event round-trips through decode/encode to the same JSON", () =>

@@ -1,10 +1,15 @@
 /**
  * Records the real CLI's raw stdout for protocol fixtures:
  *
- *   npx tsx packages/testkit/src/bin/capture.ts [name ...]
+ *   npx tsx packages/testkit/src/bin/capture.ts [--cli <version>] [name ...]
  *
  * With no name it records every scenario. Each run talks to a FakeModel and
- * writes `packages/protocol/test/fixtures/<name>.ndjson` byte for byte.
+ * writes `packages/protocol/test/fixtures/<name>.ndjson` byte for byte. With
+ * `--cli <version>` it runs that release instead of the pinned one
+ * (installed on demand by `CliRelease.install`) and writes to
+ * `fixtures/cli-<version>/`. Releases that print no `session_state_changed`
+ * (the 2.0 line) are detected from the stream: a capture then ends a turn at
+ * its `result`.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import type { Scope } from "effect"
@@ -13,9 +18,18 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ClaudeCli from "../ClaudeCli.js"
+import * as CliRelease from "../CliRelease.js"
 import * as FakeModel from "../FakeModel.js"
 
 const fixtures = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../../protocol/test/fixtures")
+
+const argv = process.argv.slice(2)
+const cliFlag = argv.indexOf("--cli")
+/** `--cli <version>`: the release to capture, instead of the pinned one. */
+const releaseVersion = cliFlag === -1 ? undefined : argv[cliFlag + 1]
+const names = cliFlag === -1 ? argv : argv.filter((_, i) => i !== cliFlag && i !== cliFlag + 1)
+const release = releaseVersion === undefined ? undefined : await Effect.runPromise(CliRelease.install(releaseVersion))
+const outDir = release === undefined ? fixtures : Path.join(fixtures, `cli-${release.version}`)
 
 type Json = Record<string, unknown>
 
@@ -47,15 +61,20 @@ const session = Effect.fn("capture.session")(function*(options: {
   const run = yield* ClaudeCli.spawn({
     baseUrl: model.url,
     args: [...ClaudeCli.streamJsonArgs, ...options.args],
+    release,
     env: { CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: "1", ...options.env }
   })
   const bytes = yield* Ref.make(Chunk.empty<Uint8Array>())
   const inbox = yield* Queue.unbounded<Json>()
+  /** Whether this release prints `session_state_changed` at all (the 2.0 line does not). */
+  const stateEvents = yield* Ref.make(false)
   const reader = yield* run.stdout.pipe(
     Stream.tap((chunk) => Ref.update(bytes, Chunk.append(chunk))),
     ClaudeCli.lines,
     Stream.tap((line) => trace ? Console.error(`  < ${line.slice(0, 300)}`) : Effect.void),
-    Stream.runForEach((line) => Queue.offer(inbox, asObject(line))),
+    Stream.map(asObject),
+    Stream.tap((message) => isType("system", "session_state_changed")(message) ? Ref.set(stateEvents, true) : Effect.void),
+    Stream.runForEach((message) => Queue.offer(inbox, message)),
     Effect.ensuring(Queue.offer(inbox, { type: "__eof__" })),
     Effect.fork
   )
@@ -70,10 +89,22 @@ const session = Effect.fn("capture.session")(function*(options: {
         if (predicate(message)) return message
       }
     }).pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`timed out waiting for ${label}`) }), Effect.orDie)
-  const finish = (name: string) => Effect.gen(function*() {
+  /** The end of the work after a `result`: `idle` if this release prints state events, else nothing more. */
+  const settle = Effect.gen(function*() {
+    if (yield* Ref.get(stateEvents)) yield* waitFor("idle", isIdle)
+  })
+  /** Like `waitFor`, but gives up quietly after `seconds`: for what an older release may never print. */
+  const maybe = (label: string, predicate: (message: Json) => boolean, seconds: number) =>
+    waitFor(label, predicate).pipe(
+      Effect.timeout(`${seconds} seconds`),
+      Effect.option,
+      Effect.tap((found) => Option.isNone(found) ? Console.error(`  (no ${label} within ${seconds} s)`) : Effect.void)
+    )
+  const finish = (name: string, options?: { readonly transcript?: boolean }) => Effect.gen(function*() {
     yield* run.closeStdin
     yield* Fiber.join(reader)
     yield* run.exitCode
+    if (options?.transcript === true) saveTranscript(run.configDir, name)
     // What the CLI asked the model, for whoever reads the capture log.
     for (const request of yield* model.requests) {
       const body = Option.getOrUndefined(request.messagesRequest)
@@ -88,8 +119,18 @@ const session = Effect.fn("capture.session")(function*(options: {
     }
     return Buffer.concat(Chunk.toReadonlyArray(yield* Ref.get(bytes)))
   })
-  return { model, run, waitFor, finish }
+  return { model, run, waitFor, settle, maybe, finish }
 })
+
+/** Copies the session's transcript beside the capture, as `<name>.transcript.jsonl`. */
+const saveTranscript = (configDir: string, name: string) => {
+  const projects = Path.join(configDir, "projects")
+  const files = Fs.readdirSync(projects, { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".jsonl") && !file.includes("subagents"))
+  if (files.length !== 1) throw new Error(`expected one transcript under ${projects}, found ${files.length}`)
+  Fs.mkdirSync(fixtures, { recursive: true })
+  Fs.copyFileSync(Path.join(projects, files[0]!), Path.join(fixtures, `${name}.transcript.jsonl`))
+}
 
 const isType = (type: string, subtype?: string) => (message: Json) =>
   message.type === type && (subtype === undefined || message.subtype === subtype)
@@ -118,7 +159,7 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
     yield* s.waitFor("initialize response", isControlResponse("req_init_1"))
     yield* s.run.send(ClaudeCli.userMessage("Say hello, please."))
     yield* s.waitFor("result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    yield* s.settle
     return yield* s.finish("text-thinking")
   }).pipe(Effect.orDie),
 
@@ -150,7 +191,7 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
       }
     })
     yield* s.waitFor("result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    yield* s.settle
     return yield* s.finish("permission")
   }).pipe(Effect.orDie),
 
@@ -169,7 +210,7 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
     yield* s.run.send({ type: "control_request", request_id: "req_interrupt_1", request: { subtype: "interrupt" } })
     yield* s.waitFor("interrupt response", isControlResponse("req_interrupt_1"))
     yield* s.waitFor("result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    yield* s.settle
     return yield* s.finish("interrupt")
   }).pipe(Effect.orDie),
 
@@ -190,9 +231,10 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
     yield* s.run.send(ClaudeCli.userMessage("Run a slow command in the background."))
     yield* s.waitFor("first result", isType("result"))
     // The first idle comes while the task still runs; its notification then starts a second turn.
-    yield* s.waitFor("task notification", isType("system", "task_notification"))
-    yield* s.waitFor("second result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    // An older release may print neither: wait a while for whatever it does print.
+    yield* s.maybe("task notification", isType("system", "task_notification"), 15)
+    yield* s.maybe("second result", isType("result"), 15)
+    yield* s.settle
     return yield* s.finish("background-task")
   }).pipe(Effect.orDie),
 
@@ -213,12 +255,43 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
     yield* s.waitFor("second result", isType("result"))
     yield* s.run.send(ClaudeCli.userMessage("/compact"))
     yield* s.waitFor("compact result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    yield* s.settle
     const requests = yield* s.model.requests
     yield* Console.error(`compact: ${requests.length} requests, summary used: ${
       (yield* s.model.remaining).every((reply) => reply !== summary)
     }`)
     return yield* s.finish("compact")
+  }).pipe(Effect.orDie),
+
+  // (f) one 529 overloaded answer, retried by the CLI; with partial messages; keeps the transcript.
+  "retry": Effect.gen(function*() {
+    const s = yield* session({
+      replies: [FakeModel.withRetryAfter(FakeModel.overloaded, 50), FakeModel.text("Answered after one retry.")],
+      args: ["--include-partial-messages"]
+    })
+    yield* s.run.send(ClaudeCli.userMessage("Say something, even if the API is busy."))
+    yield* s.waitFor("result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    return yield* s.finish("retry", { transcript: true })
+  }).pipe(Effect.orDie),
+
+  // (g) two tool calls in one message (both allowed), then text; with partial messages; keeps the transcript.
+  "two-tools": Effect.gen(function*() {
+    const s = yield* session({
+      replies: [
+        FakeModel.combine(
+          FakeModel.text("Two commands."),
+          FakeModel.toolUse("Bash", { command: "echo one", description: "Print one" }),
+          FakeModel.toolUse("Bash", { command: "exit 3", description: "Fail" })
+        ),
+        FakeModel.text("One printed, the other failed.")
+      ],
+      args: ["--include-partial-messages", "--allowedTools", "Bash"]
+    })
+    yield* s.run.send(ClaudeCli.userMessage("Run two commands."))
+    yield* s.waitFor("result", isType("result"))
+    yield* s.waitFor("idle", isIdle)
+    return yield* s.finish("two-tools", { transcript: true })
   }).pipe(Effect.orDie)
 }
 
@@ -228,12 +301,11 @@ const capture = (name: string) =>
     onSome: (scenario) =>
       Effect.gen(function*() {
         const bytes = yield* Effect.scoped(scenario)
-        Fs.mkdirSync(fixtures, { recursive: true })
-        const file = Path.join(fixtures, `${name}.ndjson`)
+        Fs.mkdirSync(outDir, { recursive: true })
+        const file = Path.join(outDir, `${name}.ndjson`)
         Fs.writeFileSync(file, bytes)
         yield* Console.log(`${file}: ${bytes.length} bytes`)
       })
   })
 
-const names = process.argv.slice(2)
 NodeRuntime.runMain(Effect.forEach(names.length > 0 ? names : Object.keys(scenarios), capture, { discard: true }))
