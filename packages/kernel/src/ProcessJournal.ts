@@ -3,12 +3,12 @@
  * that died without running its finalizers (SIGKILL, OOM, power loss) can kill
  * the orphans it left behind.
  *
- * The journal is one small JSON file, rewritten atomically (temp file +
- * rename) under a lock of this runtime. Several runtimes may share a file:
- * each rewrite re-reads it and applies only its own change, and reaping skips
- * entries whose owner is still alive. Two runtimes rewriting in the same
- * instant can still lose one change; give each runtime its own file when that
- * matters.
+ * The journal is one small JSON file. Several runtimes may share it: each
+ * change is a read-modify-write under a `FileLock` (`<file>.lock`), so two
+ * runtimes changing it in the same instant never lose each other's entries,
+ * and reaping skips entries whose owner is still alive. The new version goes
+ * through `AtomicFile.write` (temp file, fsync, rename, fsync of the folder),
+ * so a crash leaves the old journal or the new one.
  *
  * Identity: a pid is killed only if it is still the program that was spawned.
  * On Linux that is checked with /proc (field 22 of `stat`, the start time, and
@@ -24,7 +24,9 @@
  */
 import { FileSystem } from "@effect/platform/FileSystem"
 import { Path } from "@effect/platform/Path"
-import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Ref, Schedule, Schema } from "effect"
+import * as AtomicFile from "./AtomicFile.js"
+import * as FileLock from "./FileLock.js"
 import * as Marker from "./internal/marker.js"
 import * as procfs from "./internal/procfs.js"
 
@@ -132,13 +134,17 @@ export class ProcessJournal extends Context.Tag("@skein/kernel/ProcessJournal")<
 }>() {}
 
 /**
- * Reads and writes the whole list of entries.
+ * Holds the whole list of entries.
  *
  * @since 0.0.0
  */
 export interface Storage {
   readonly read: Effect.Effect<ReadonlyArray<Entry>>
-  readonly write: (entries: ReadonlyArray<Entry>) => Effect.Effect<void>
+  /**
+   * Replaces the entries with `f` of the current ones, as one step: no other
+   * runtime sharing the storage changes it between the read and the write.
+   */
+  readonly update: (f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) => Effect.Effect<void>
 }
 
 /**
@@ -160,7 +166,7 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
   }
   const lock = yield* Effect.makeSemaphore(1)
   const update = (f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) =>
-    lock.withPermits(1)(Effect.flatMap(storage.read, (entries) => storage.write(f(entries))))
+    lock.withPermits(1)(storage.update(f))
 
   const ownerAlive = (entry: Entry): Effect.Effect<boolean> => {
     const recorded = entry.owner.identity
@@ -219,7 +225,7 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
     if (reaped.length > 0 || dropped.length > 0) {
       // Re-read: entries of live runtimes may have changed meanwhile.
       const done = new Set([...reaped.map((r) => r.entry), ...dropped.map((d) => d.entry)].map(key))
-      yield* Effect.flatMap(storage.read, (now) => storage.write(now.filter((e) => !done.has(key(e)))))
+      yield* storage.update((now) => now.filter((e) => !done.has(key(e))))
     }
     if (reaped.length > 0 || dropped.length > 0) {
       yield* Effect.logInfo(
@@ -254,8 +260,22 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
 const key = (entry: Entry): string => `${entry.owner.pid}/${entry.pid}/${entry.identity.startTime}`
 
 /**
- * Storage in one JSON file, rewritten via a temp file and rename. IO failures
- * are logged, never raised: a spawn must not fail because its journal did.
+ * How long another runtime may hold the journal's lock before it counts as
+ * stuck and is taken over. A change holds it for a few file operations.
+ */
+const lockStaleAfter = Duration.seconds(10)
+
+/** Waits for the lock while another runtime holds it: short, jittered tries. */
+const lockRetry = Schedule.exponential(Duration.millis(1), 1.5).pipe(
+  Schedule.union(Schedule.spaced(Duration.millis(20))),
+  Schedule.jittered
+)
+
+/**
+ * Storage in one JSON file. A change takes the file lock `<file>.lock`,
+ * re-reads the file and writes the result through `AtomicFile.write`. IO
+ * failures are logged, never raised: a spawn must not fail because its
+ * journal did.
  *
  * @since 0.0.0
  */
@@ -263,7 +283,6 @@ export const fileStorage = (file: string): Effect.Effect<Storage, never, FileSys
   Effect.gen(function*() {
     const fs = yield* FileSystem
     const path = yield* Path
-    let counter = 0
     const read = Effect.gen(function*() {
       const text = yield* fs.readFileString(file).pipe(
         Effect.catchTag("SystemError", (error) =>
@@ -283,16 +302,22 @@ export const fileStorage = (file: string): Effect.Effect<Storage, never, FileSys
         Effect.as(Effect.logWarning(`ProcessJournal: cannot read ${file}: ${error.message}`), [])
       )
     )
-    const write = (entries: ReadonlyArray<Entry>) =>
-      Effect.gen(function*() {
-        yield* fs.makeDirectory(path.dirname(file), { recursive: true })
-        const temp = `${file}.${process.pid}.${counter++}.tmp`
-        yield* fs.writeFileString(temp, JSON.stringify({ version: 1, entries }, null, 2) + "\n")
-        yield* fs.rename(temp, file)
-      }).pipe(
+    const exclusive = FileLock.acquire(`${file}.lock`, { staleAfter: lockStaleAfter }).pipe(
+      Effect.retry({ schedule: lockRetry, while: (error) => error._tag === "LockHeld" })
+    )
+    const update = (f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) =>
+      Effect.scoped(Effect.gen(function*() {
+        yield* AtomicFile.makeDirectory(path.dirname(file))
+        yield* exclusive
+        const entries = f(yield* read)
+        yield* AtomicFile.write(file, JSON.stringify({ version: 1, entries }, null, 2) + "\n")
+      })).pipe(
+        Effect.provideService(FileSystem, fs),
+        // The lock's stamps and waits are real time, whatever clock the caller runs on.
+        Effect.withClock(Clock.make()),
         Effect.catchAll((error) => Effect.logWarning(`ProcessJournal: cannot write ${file}: ${error.message}`))
       )
-    return { read, write }
+    return { read, update }
   })
 
 /**
@@ -302,7 +327,7 @@ export const fileStorage = (file: string): Effect.Effect<Storage, never, FileSys
  */
 export const memoryStorage: Effect.Effect<Storage> = Effect.map(
   Ref.make<ReadonlyArray<Entry>>([]),
-  (ref) => ({ read: Ref.get(ref), write: (entries) => Ref.set(ref, entries) })
+  (ref) => ({ read: Ref.get(ref), update: (f) => Ref.update(ref, f) })
 )
 
 /**

@@ -1,3 +1,6 @@
+import * as Command from "@effect/platform/Command"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Option, Schema, Stream } from "effect"
@@ -9,8 +12,10 @@ import * as NodePath from "node:path"
 import * as ProcessHost from "../src/ProcessHost.js"
 import * as ProcessJournal from "../src/ProcessJournal.js"
 import { guard, isAlive, isGone, waitGone } from "./procs.js"
+import * as SpyFs from "./spyFs.js"
 
 const fixture = NodePath.join(import.meta.dirname, "fixtures/journal-owner.ts")
+const writerFixture = NodePath.join(import.meta.dirname, "fixtures/journal-writer.ts")
 const repoRoot = NodePath.join(import.meta.dirname, "../../..")
 
 const tempDir = Effect.acquireRelease(
@@ -185,4 +190,60 @@ describe("ProcessJournal", () => {
       // Removed at scope close.
       expect(readJournal(journal)).toEqual([])
     }))
+  it.scopedLive("failure 10: two runtimes sharing one journal file never lose each other's entries", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const journal = NodePath.join(dir, "journal.json")
+      const barrier = NodePath.join(dir, "barrier")
+      NodeFs.mkdirSync(barrier)
+      const count = 60
+      // Made-up pids above any pid_max: nothing real is ever named.
+      const firsts = [5_000_000, 6_000_000]
+      const run = (first: number) =>
+        Effect.scoped(Effect.gen(function*() {
+          const child = yield* Command.start(
+            Command.make(process.execPath, ...TsChild.nodeArgs(writerFixture), journal, barrier, String(count), String(first))
+              .pipe(Command.workingDirectory(repoRoot))
+          )
+          const [stdout, stderr, code] = yield* Effect.all([
+            Stream.mkString(Stream.decodeText(child.stdout)),
+            Stream.mkString(Stream.decodeText(child.stderr)),
+            child.exitCode
+          ], { concurrency: "unbounded" })
+          expect(stderr).toBe("")
+          expect(code).toBe(0)
+          expect(stdout).toBe("done\n")
+        }))
+      yield* Effect.all(firsts.map(run), { concurrency: 2 })
+      // Each kept its odd pids; neither lost one of the other's, nor revived a removed one.
+      const expected = firsts.flatMap((first) =>
+        Array.from({ length: count }, (_, i) => first + i).filter((pid) => pid % 2 === 1)
+      )
+      expect(readJournal(journal).map((e) => e.pid).sort()).toEqual(expected.sort())
+      // The lock is given back after each change: nothing is left beside the journal.
+      expect(NodeFs.readdirSync(dir).sort()).toEqual(["barrier", "journal.json"])
+    }).pipe(Effect.provide(NodeContext.layer)), { timeout: 60_000 })
+
+  it.scopedLive("failure 10: a journal change is fsynced before its rename and the folder after it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const journal = NodePath.join(dir, "journal.json")
+      const events: Array<string> = []
+      const journalLayer = ProcessJournal.layer({ path: journal }).pipe(
+        Layer.provide(Layer.merge(Path.layer, Layer.effect(FileSystem.FileSystem, SpyFs.make(events))))
+      )
+      yield* Effect.flatMap(ProcessJournal.ProcessJournal, (j) =>
+        j.record({
+          pid: 5_000_001,
+          pgid: 5_000_001,
+          identity: { source: "proc", startTime: "1", cmdline: "made-up" },
+          command: "made-up"
+        })).pipe(Effect.provide(journalLayer))
+      const rename = events.findIndex((e) => e.startsWith("rename ") && e.endsWith(` -> ${journal}`))
+      expect(rename).toBeGreaterThan(-1)
+      const temp = events[rename]!.slice("rename ".length).split(" -> ")[0]!
+      expect(events.slice(0, rename)).toContain(`sync ${temp}`)
+      expect(events.slice(rename)).toContain(`sync ${dir}`)
+      expect(readJournal(journal).map((e) => e.pid)).toEqual([5_000_001])
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
