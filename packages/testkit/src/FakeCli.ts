@@ -8,11 +8,11 @@
  * from `SKEIN_FAKE_CLI_SCRIPT` and plays it step by step. It accepts and
  * ignores every argument, so it can be spawned with the real CLI's flags.
  *
- * Whatever the script does, the child answers the host's `control_request`
- * `initialize` and `interrupt` with a success `control_response`, as soon as
- * it reads them, as the real CLI does. Those answers are whole lines written
- * between steps' writes, so one can land inside a partial line a `Raw` step
- * left open.
+ * Unless an {@link AutoAnswer} step turns it off, the child answers the
+ * host's `control_request` `initialize` and `interrupt` with a success
+ * `control_response`, as soon as it reads them, as the real CLI does. Those
+ * answers are whole lines written between steps' writes, so one can land
+ * inside a partial line a `Raw` step left open.
  *
  * @since 0.0.0
  */
@@ -111,7 +111,49 @@ export class Stderr extends Schema.TaggedClass<Stderr>()("Stderr", {
   text: Schema.String
 }) {}
 
-export const Step = Schema.Union(Raw, Emit, Huge, Await, AwaitEnd, Sleep, Exit, Kill, Hang, IgnoreSignal, Stderr)
+/**
+ * From here on, answer (or not) the host's `initialize` and `interrupt` as
+ * they are read. Put it first to cover the whole run. An unanswered request
+ * still reaches `Await` steps.
+ */
+export class AutoAnswer extends Schema.TaggedClass<AutoAnswer>()("AutoAnswer", {
+  initialize: Schema.Boolean,
+  interrupt: Schema.Boolean
+}) {}
+
+/**
+ * From here on, the end of stdin no longer ends the process: an `Await` that
+ * stdin's end would release waits forever instead.
+ */
+export class IgnoreStdinEnd extends Schema.TaggedClass<IgnoreStdinEnd>()("IgnoreStdinEnd", {}) {}
+
+/**
+ * Start a `sleep` of `millis` that inherits stdout and stderr and outlives
+ * the child: the pipe stays open after the child exits. It stays in the
+ * child's process group unless `ownGroup`, when a group kill misses it.
+ * Writes `fake-cli: holder pid <pid>` to stderr.
+ */
+export class HoldStdout extends Schema.TaggedClass<HoldStdout>()("HoldStdout", {
+  millis: Schema.Int.pipe(Schema.positive()),
+  ownGroup: Schema.Boolean
+}) {}
+
+export const Step = Schema.Union(
+  Raw,
+  Emit,
+  Huge,
+  Await,
+  AwaitEnd,
+  Sleep,
+  Exit,
+  Kill,
+  Hang,
+  IgnoreSignal,
+  Stderr,
+  AutoAnswer,
+  IgnoreStdinEnd,
+  HoldStdout
+)
 export type Step = typeof Step.Type
 
 /** Steps run in order; when they run out the child exits 0. */
@@ -163,6 +205,15 @@ export const hangForever: Hang = new Hang()
 export const ignoreSignal = (signal: Signal): IgnoreSignal => new IgnoreSignal({ signal })
 
 export const stderr = (text: string): Stderr => new Stderr({ text })
+
+/** Which of `initialize` and `interrupt` to answer from here on; each defaults to `true`. */
+export const autoAnswer = (options: { readonly initialize?: boolean; readonly interrupt?: boolean }): AutoAnswer =>
+  new AutoAnswer({ initialize: options.initialize ?? true, interrupt: options.interrupt ?? true })
+
+export const ignoreStdinEnd: IgnoreStdinEnd = new IgnoreStdinEnd()
+
+export const holdStdout = (millis: number, options?: { readonly ownGroup?: boolean }): HoldStdout =>
+  new HoldStdout({ millis, ownGroup: options?.ownGroup ?? false })
 
 // ---------------------------------------------------------------------------
 // Scenarios
@@ -328,6 +379,218 @@ export const backgroundTaskWithLateResult = (
       durationMs: 910,
       costUsd: 0.0018
     })),
+    emit(Messages.sessionStateChanged(id, "idle")),
+    waitForEnd
+  ]
+}
+
+/**
+ * A turn that starts and never ends, and an `interrupt` that is never
+ * answered: after the user message, system/init, `running` and one assistant
+ * text, the process only waits for stdin to end, then exits 0. `initialize`
+ * is still answered.
+ */
+export const ignoresInterrupt = (options?: ScenarioOptions): Script => {
+  const id = ids(options)
+  return [
+    autoAnswer({ interrupt: false }),
+    ...turnStart(id, options),
+    emit(Messages.sessionStateChanged(id, "running")),
+    emit(Messages.assistantText(id, "Working on it, this will take a while.")),
+    waitForEnd
+  ]
+}
+
+/**
+ * A CLI that ignores everything once its turn runs: it never answers
+ * `interrupt`, ignores SIGTERM, SIGINT and SIGHUP, and keeps running after
+ * stdin ends. Only SIGKILL ends it. `initialize` is still answered.
+ */
+export const ignoresEverything = (options?: ScenarioOptions): Script => {
+  const id = ids(options)
+  return [
+    autoAnswer({ interrupt: false }),
+    ignoreSignal("SIGTERM"),
+    ignoreSignal("SIGINT"),
+    ignoreSignal("SIGHUP"),
+    ignoreStdinEnd,
+    ...turnStart(id, options),
+    emit(Messages.sessionStateChanged(id, "running")),
+    emit(Messages.assistantText(id, "Working on it, this will take a while.")),
+    hangForever
+  ]
+}
+
+/**
+ * The leader exits mid-turn while a descendant still holds stdout: after the
+ * user message, system/init and `running`, it starts a holder (see
+ * {@link HoldStdout}) of `holdMillis` (default 30 s), writes `stderrText` and
+ * exits with `code` (default 3). stdout reaches EOF only when the holder ends.
+ */
+export const leaderExitsHoldingStdout = (
+  options?: ScenarioOptions & {
+    readonly code?: number
+    readonly stderrText?: string
+    readonly holdMillis?: number
+    readonly ownGroup?: boolean
+  }
+): Script => {
+  const id = ids(options)
+  return [
+    ...turnStart(id, options),
+    emit(Messages.sessionStateChanged(id, "running")),
+    holdStdout(options?.holdMillis ?? 30_000, { ownGroup: options?.ownGroup ?? false }),
+    stderr(options?.stderrText ?? "fake-cli: leader exiting, a descendant keeps stdout open\n"),
+    exit(options?.code ?? 3)
+  ]
+}
+
+/**
+ * Writes `stderrText` and exits with `code` (default 1) before it answers or
+ * reads anything: a wrong flag or a wrong CLI version.
+ */
+export const exitsAtOnce = (options?: { readonly code?: number; readonly stderrText?: string }): Script => [
+  autoAnswer({ initialize: false, interrupt: false }),
+  stderr(options?.stderrText ?? "error: unknown option '--fake-flag'\n"),
+  exit(options?.code ?? 1)
+]
+
+// ---------------------------------------------------------------------------
+// The 2.0 line: no session_state_changed, no task_* events
+// ---------------------------------------------------------------------------
+
+/**
+ * One ordinary turn as CLI 2.0.76 prints it: after the user message,
+ * system/init (of 2.0.76), the steps of `during`, an assistant text and a
+ * success `result`, and no `session_state_changed` at all. Chain several;
+ * the process goes on with whatever steps follow.
+ */
+export const legacyTextTurn = (
+  text: string,
+  options?: ScenarioOptions & { readonly during?: Script }
+): Script => {
+  const id = ids(options)
+  return [
+    waitFor("user"),
+    emit(Messages.legacySystemInit(id, options?.cwd ?? "/tmp/fake-cli")),
+    ...(options?.during ?? []),
+    emit(Messages.assistantText(id, text)),
+    emit(Messages.legacyResult(id, { result: text, numTurns: 1, durationMs: 207, costUsd: 0.0577 }))
+  ]
+}
+
+/**
+ * A turn with a permission ask as CLI 2.0.76 prints it: assistant text, a
+ * Bash tool_use, the `can_use_tool` control_request (no `requires_action`
+ * before it), then, once the host's control_response to `requestId` arrives
+ * (recorded to `record` if given), the tool_result, an assistant text and a
+ * success `result`. The fake does not read the answer: the tool "runs" either
+ * way. Chain further steps after it.
+ */
+export const legacyPermissionTurn = (
+  options?: ScenarioOptions & { readonly requestId?: string; readonly record?: string }
+): Script => {
+  const id = ids(options)
+  const requestId = options?.requestId ?? "req_fake_perm_legacy_1"
+  const toolUseId = "toolu_fake_perm_legacy_1"
+  const input = { command: "touch skein.txt && echo created", description: "Create a file" }
+  return [
+    waitFor("user"),
+    emit(Messages.legacySystemInit(id, options?.cwd ?? "/tmp/fake-cli")),
+    emit(Messages.assistantText(id, "I'll run a command.")),
+    emit(Messages.assistantToolUse(id, toolUseId, "Bash", input)),
+    emit(Messages.legacyCanUseTool(requestId, toolUseId, "Bash", input)),
+    waitFor("control_response", { requestId, ...(options?.record === undefined ? {} : { record: options.record }) }),
+    emit(Messages.bashResult(id, toolUseId, "created")),
+    emit(Messages.assistantText(id, "Created skein.txt.")),
+    emit(Messages.legacyResult(id, { result: "Created skein.txt.", numTurns: 2, durationMs: 825, costUsd: 0.1145 }))
+  ]
+}
+
+// ---------------------------------------------------------------------------
+// Background tasks and CLI-initiated turns (shapes of CLI 2.1.332)
+// ---------------------------------------------------------------------------
+
+const bashTask = (taskId: string, n: number): Messages.BashTask => ({
+  taskId,
+  runId: `0mx2vcdw${n}-dc1e01db`,
+  toolUseId: `toolu_fake_bg_${n}`,
+  description: "Start the dev server"
+})
+
+/** The turn that starts `task` with `run_in_background`, up to its `result` and `idle`. */
+const backgroundStartTurn = (id: Messages.Ids, task: Messages.BashTask, command: string, options?: ScenarioOptions) => {
+  const text = "The dev server is running in the background."
+  return [
+    waitFor("user"),
+    emit(Messages.sessionStateChanged(id, "running")),
+    emit(Messages.systemInit(id, options?.cwd ?? "/tmp/fake-cli")),
+    emit(Messages.assistantToolUse(id, task.toolUseId, "Bash", {
+      command,
+      description: task.description,
+      run_in_background: true
+    })),
+    emit(Messages.backgroundTasksChanged(id, [task])),
+    emit(Messages.bashTaskStarted(id, task)),
+    emit(Messages.bashBackgroundResult(id, task)),
+    emit(Messages.assistantText(id, text)),
+    emit(Messages.result(id, { subtype: "success", result: text, numTurns: 2, durationMs: 1420, costUsd: 0.0995 })),
+    emit(Messages.sessionStateChanged(id, "idle"))
+  ]
+}
+
+/**
+ * A turn that starts a background Bash task (`taskId`, default `b7devsrv1`)
+ * that never ends: `background_tasks_changed` and `task_started`, the
+ * tool_result, an assistant text, the turn's `result` and `idle` while the
+ * task runs, and then never a `task_updated` or `task_notification`. The
+ * process stays up until stdin ends.
+ */
+export const backgroundTaskNeverEnds = (options?: ScenarioOptions & { readonly taskId?: string }): Script => {
+  const id = ids(options)
+  return [...backgroundStartTurn(id, bashTask(options?.taskId ?? "b7devsrv1", 1), "npm run dev", options), waitForEnd]
+}
+
+/**
+ * A follow-up turn the CLI starts on its own, which asks for a permission.
+ * The first turn starts a background Bash task and ends (`result`, `idle`).
+ * `delayMillis` later (default 200) the task completes: `task_updated`,
+ * `task_notification`, `background_tasks_changed` with no tasks, `running`,
+ * system/init, assistant text and a Bash tool_use, `requires_action` and a
+ * `can_use_tool` for `requestId`. Once the host's control_response to it
+ * arrives (recorded to `record` if given): `running`, the tool_result, an
+ * assistant text, `result` and `idle`. The process stays up until stdin ends.
+ */
+export const cliInitiatedPermission = (
+  options?: ScenarioOptions & {
+    readonly delayMillis?: number
+    readonly requestId?: string
+    readonly record?: string
+  }
+): Script => {
+  const id = ids(options)
+  const task = bashTask("b7build01", 2)
+  const requestId = options?.requestId ?? "req_fake_followup_perm_1"
+  const toolUseId = "toolu_fake_followup_1"
+  const input = { command: "touch built.txt && echo deployed", description: "Mark the build deployed" }
+  const text = "The build finished; I marked it deployed."
+  return [
+    ...backgroundStartTurn(id, task, "sleep 1; echo build done", options),
+    sleep(options?.delayMillis ?? 200),
+    emit(Messages.bashTaskUpdated(id, task, "completed")),
+    emit(Messages.bashTaskNotification(id, task)),
+    emit(Messages.backgroundTasksChanged(id, [])),
+    emit(Messages.sessionStateChanged(id, "running")),
+    emit(Messages.systemInit(id, options?.cwd ?? "/tmp/fake-cli")),
+    emit(Messages.assistantText(id, "The build is done. I'll mark it deployed.")),
+    emit(Messages.assistantToolUse(id, toolUseId, "Bash", input)),
+    emit(Messages.sessionStateChanged(id, "requires_action")),
+    emit(Messages.canUseTool(requestId, toolUseId, "Bash", input)),
+    waitFor("control_response", { requestId, ...(options?.record === undefined ? {} : { record: options.record }) }),
+    emit(Messages.sessionStateChanged(id, "running")),
+    emit(Messages.bashResult(id, toolUseId, "deployed")),
+    emit(Messages.assistantText(id, text)),
+    emit(Messages.result(id, { subtype: "success", result: text, numTurns: 2, durationMs: 980, costUsd: 0.1505 })),
     emit(Messages.sessionStateChanged(id, "idle")),
     waitForEnd
   ]

@@ -4,6 +4,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { CliMessage, Lenient } from "@skein/protocol"
 import * as FakeCli from "@skein/testkit/FakeCli"
 import * as TsChild from "@skein/testkit/TsChild"
 
@@ -19,6 +20,8 @@ const spawnFake = (script: FakeCli.Script | string, runner?: TsChild.Runner) =>
   Effect.gen(function*() {
     const { args, command, env } = FakeCli.command(script, runner === undefined ? {} : { runner })
     const exited = yield* Deferred.make<ExitStatus>()
+    /** The leader's own exit, which may come before stdout's end ('close'). */
+    const leaderExited = yield* Deferred.make<ExitStatus>()
     const changed = yield* Queue.sliding<void>(1)
     const stdout: Array<Buffer> = []
     const stderr: Array<Buffer> = []
@@ -38,6 +41,10 @@ const spawnFake = (script: FakeCli.Script | string, runner?: TsChild.Runner) =>
           changed.unsafeOffer(undefined)
         })
         child.stdin!.on("error", () => undefined)
+        child.on("exit", (code, signal) => {
+          Deferred.unsafeDone(leaderExited, Effect.succeed({ code, signal }))
+          changed.unsafeOffer(undefined)
+        })
         child.on("close", (code, signal) => {
           Deferred.unsafeDone(exited, Effect.succeed({ code, signal }))
           changed.unsafeOffer(undefined)
@@ -80,6 +87,8 @@ const spawnFake = (script: FakeCli.Script | string, runner?: TsChild.Runner) =>
       err,
       lines,
       exit: Deferred.await(exited),
+      leaderExit: Deferred.await(leaderExited),
+      closed: Deferred.isDone(exited),
       send: (message: unknown) => Effect.sync(() => child.stdin!.write(`${JSON.stringify(message)}\n`)),
       closeStdin: Effect.sync(() => child.stdin!.end()),
       kill: (signal: NodeJS.Signals) => Effect.sync(() => child.kill(signal)),
@@ -111,6 +120,28 @@ const roundTrip = (fake: Fake, requestId: string) =>
     yield* fake.send(initialize(requestId))
     yield* fake.waitForStdout(`"request_id":"${requestId}"`)
   })
+
+const interrupt = (requestId: string) => ({
+  type: "control_request",
+  request_id: requestId,
+  request: { subtype: "interrupt" }
+})
+
+/** Every stdout line of `fake` decoded: all must be known messages, none Unknown or Malformed. */
+const decodedTypes = (fake: Fake) =>
+  Lenient.decodeAll(CliMessage.decoder, fake.out()).map((decoded) => decoded._tag)
+
+/** The pid the fake printed for its stdout holder. */
+const holderPid = (fake: Fake): number => Number(/holder pid (\d+)/.exec(fake.err())?.[1])
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
@@ -307,6 +338,194 @@ describe("FakeCli", () => {
       }
       const uuids = lines.map((line) => field(line, "uuid"))
       expect(new Set(uuids).size).toBe(uuids.length)
+    }))
+
+  it.scoped("autoAnswer({ interrupt: false }) leaves interrupt unanswered, yet a wait still sees it", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake([
+        FakeCli.autoAnswer({ interrupt: false }),
+        FakeCli.waitFor("control_request", { subtype: "interrupt", echo: true }),
+        FakeCli.emit({ type: "saw_interrupt" })
+      ])
+      yield* fake.send(interrupt("int-unanswered"))
+      yield* fake.waitForStdout("saw_interrupt")
+      expect(yield* fake.exit).toEqual({ code: 0, signal: null })
+      expect(fake.lines().map(typeOf)).toEqual(["control_request/interrupt", "saw_interrupt"])
+    }))
+
+  it.scoped("autoAnswer({ initialize: false }) leaves initialize unanswered", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake([FakeCli.autoAnswer({ initialize: false }), FakeCli.waitFor("user")])
+      yield* fake.send(initialize("init-unanswered"))
+      yield* fake.send(interrupt("int-answered"))
+      yield* fake.waitForStdout("int-answered")
+      yield* fake.send(userMessage("done"))
+      expect(yield* fake.exit).toEqual({ code: 0, signal: null })
+      expect(fake.out().toString()).not.toContain("init-unanswered")
+    }))
+
+  it.scoped("ignoresInterrupt runs a turn that never ends, answers initialize but not interrupt, exits at stdin's end", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake(FakeCli.ignoresInterrupt())
+      yield* fake.send(userMessage("work"))
+      yield* fake.waitForStdout("Working on it")
+      yield* fake.send(interrupt("int-ignored"))
+      yield* roundTrip(fake, "init-after-interrupt")
+      yield* fake.closeStdin
+      expect(yield* fake.exit).toEqual({ code: 0, signal: null })
+      expect(fake.out().toString()).not.toContain("int-ignored")
+      expect(fake.lines().map(typeOf)).toEqual([
+        "system/init",
+        "system/session_state_changed/running",
+        "assistant",
+        "control_response/success"
+      ])
+    }))
+
+  it.scoped("ignoresEverything outlives interrupt, stdin's end, SIGTERM and SIGINT; SIGKILL ends it", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake(FakeCli.ignoresEverything())
+      yield* fake.send(userMessage("work"))
+      yield* fake.waitForStdout("Working on it")
+      yield* fake.send(interrupt("int-ignored"))
+      yield* fake.closeStdin
+      yield* fake.waitForStderr("stdin ended")
+      // Each signal is handled after stdin ended: the process is still running.
+      yield* fake.kill("SIGTERM")
+      yield* fake.waitForStderr("ignored SIGTERM")
+      yield* fake.kill("SIGINT")
+      yield* fake.waitForStderr("ignored SIGINT")
+      expect(fake.out().toString()).not.toContain("int-ignored")
+      yield* fake.kill("SIGKILL")
+      expect(yield* fake.exit).toEqual({ code: null, signal: "SIGKILL" })
+    }))
+
+  it.scoped("leaderExitsHoldingStdout exits with its code while a descendant keeps stdout open", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake(FakeCli.leaderExitsHoldingStdout({ code: 3, stderrText: "boom\n", holdMillis: 60_000 }))
+      yield* fake.send(userMessage("go"))
+      expect(yield* fake.leaderExit).toEqual({ code: 3, signal: null })
+      const pid = holderPid(fake)
+      expect(isAlive(pid)).toBe(true)
+      // The holder keeps the pipes open, so stdout has not ended.
+      expect(yield* fake.closed).toBe(false)
+      expect(fake.err()).toContain("boom")
+      expect(fake.lines().map(typeOf)).toEqual(["system/init", "system/session_state_changed/running"])
+      process.kill(pid, "SIGKILL")
+      expect(yield* fake.exit).toEqual({ code: 3, signal: null })
+    }))
+
+  it.scoped("exitsAtOnce writes stderr and exits 1 without answering initialize", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake(FakeCli.exitsAtOnce({ stderrText: "error: unknown option '--nope'\n" }))
+      yield* fake.send(initialize("init-too-late"))
+      expect(yield* fake.exit).toEqual({ code: 1, signal: null })
+      expect(fake.err()).toContain("unknown option '--nope'")
+      expect(fake.out().length).toBe(0)
+    }))
+
+  it.scoped("legacyTextTurn and legacyPermissionTurn print 2.0.76 shapes and no session_state_changed", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake([
+        ...FakeCli.legacyTextTurn("First answer."),
+        ...FakeCli.legacyPermissionTurn({ requestId: "perm-legacy" }),
+        FakeCli.waitForEnd
+      ])
+      yield* fake.send(userMessage("one"))
+      yield* fake.waitForStdout("First answer.\",\"session_id")
+      yield* fake.send(userMessage("two"))
+      yield* fake.waitForStdout("perm-legacy")
+      expect(fake.out().toString()).not.toContain("Created skein.txt.")
+      yield* fake.send({ type: "control_response", response: { subtype: "success", request_id: "perm-legacy" } })
+      yield* fake.waitForStdout("\"result\":\"Created skein.txt.\"")
+      yield* fake.closeStdin
+      expect(yield* fake.exit).toEqual({ code: 0, signal: null })
+      const lines = fake.lines()
+      expect(lines.map(typeOf)).toEqual([
+        "system/init",
+        "assistant",
+        "result/success",
+        "system/init",
+        "assistant",
+        "assistant",
+        "control_request/can_use_tool",
+        "user",
+        "assistant",
+        "result/success"
+      ])
+      expect(field(lines[0], "claude_code_version")).toBe("2.0.76")
+      expect(lines[2]).not.toHaveProperty("stop_reason")
+      expect(decodedTypes(fake).every((tag) => tag === "Message")).toBe(true)
+    }))
+
+  it.scoped("backgroundTaskNeverEnds ends its turn while the task runs, and the task never completes", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake(FakeCli.backgroundTaskNeverEnds({ taskId: "bdevsrv42" }))
+      yield* fake.send(userMessage("start the dev server"))
+      yield* fake.waitForStdout("\"idle\"")
+      yield* roundTrip(fake, "init-after-idle")
+      yield* fake.closeStdin
+      expect(yield* fake.exit).toEqual({ code: 0, signal: null })
+      const lines = fake.lines()
+      expect(lines.map(typeOf)).toEqual([
+        "system/session_state_changed/running",
+        "system/init",
+        "assistant",
+        "system/background_tasks_changed",
+        "system/task_started",
+        "user",
+        "assistant",
+        "result/success",
+        "system/session_state_changed/idle",
+        "control_response/success"
+      ])
+      expect(field(lines[4], "task_id")).toBe("bdevsrv42")
+      expect(field(lines[4], "task_type")).toBe("local_bash")
+      expect(decodedTypes(fake).every((tag) => tag === "Message")).toBe(true)
+    }))
+
+  it.scoped("cliInitiatedPermission starts a follow-up on its own after idle and waits for the permission answer", () =>
+    Effect.gen(function*() {
+      const fake = yield* spawnFake(FakeCli.cliInitiatedPermission({ requestId: "perm-follow", delayMillis: 50 }))
+      yield* fake.send(userMessage("build it in the background"))
+      yield* fake.waitForStdout("perm-follow")
+      expect(fake.out().toString()).not.toContain("marked it deployed")
+      yield* fake.send({
+        type: "control_response",
+        response: { subtype: "success", request_id: "perm-follow", response: { behavior: "allow", updatedInput: {} } }
+      })
+      yield* fake.waitForStdout("\"result\":\"The build finished; I marked it deployed.\"")
+      yield* fake.waitForLines(23)
+      yield* fake.closeStdin
+      expect(yield* fake.exit).toEqual({ code: 0, signal: null })
+      const lines = fake.lines()
+      expect(lines.map(typeOf)).toEqual([
+        "system/session_state_changed/running",
+        "system/init",
+        "assistant",
+        "system/background_tasks_changed",
+        "system/task_started",
+        "user",
+        "assistant",
+        "result/success",
+        "system/session_state_changed/idle",
+        "system/task_updated",
+        "system/task_notification",
+        "system/background_tasks_changed",
+        "system/session_state_changed/running",
+        "system/init",
+        "assistant",
+        "assistant",
+        "system/session_state_changed/requires_action",
+        "control_request/can_use_tool",
+        "system/session_state_changed/running",
+        "user",
+        "assistant",
+        "result/success",
+        "system/session_state_changed/idle"
+      ])
+      expect(field(lines[17], "request_id")).toBe("perm-follow")
+      expect(decodedTypes(fake).every((tag) => tag === "Message")).toBe(true)
     }))
 
   it.scoped("runs from the TypeScript sources under tsx, reading the script from a file", () =>

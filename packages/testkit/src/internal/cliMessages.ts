@@ -198,3 +198,175 @@ export const interruptResponse = (requestId: string) => ({
   type: "control_response",
   response: { subtype: "success", request_id: requestId, response: { still_queued: [] } }
 })
+
+// ---------------------------------------------------------------------------
+// Background Bash tasks, as CLI 2.1.332 prints them
+// ---------------------------------------------------------------------------
+
+export interface BashTask {
+  readonly taskId: string
+  readonly runId: string
+  readonly toolUseId: string
+  readonly description: string
+}
+
+export const backgroundTasksChanged = (ids: Ids, tasks: ReadonlyArray<BashTask>) => ({
+  type: "system",
+  subtype: "background_tasks_changed",
+  tasks: tasks.map((task) => ({
+    task_id: task.taskId,
+    run_id: task.runId,
+    task_type: "local_bash",
+    description: task.description
+  })),
+  uuid: ids.uuid(),
+  session_id: ids.sessionId
+})
+
+export const bashTaskStarted = (ids: Ids, task: BashTask) => ({
+  type: "system",
+  subtype: "task_started",
+  task_id: task.taskId,
+  run_id: task.runId,
+  tool_use_id: task.toolUseId,
+  description: task.description,
+  is_backgrounded: true,
+  task_type: "local_bash",
+  uuid: ids.uuid(),
+  session_id: ids.sessionId
+})
+
+export const bashTaskOutputFile = (ids: Ids, task: BashTask) => `/tmp/fake-cli/${ids.sessionId}/tasks/${task.taskId}.output`
+
+/** The tool_result of a `run_in_background` Bash call. */
+export const bashBackgroundResult = (ids: Ids, task: BashTask) => ({
+  type: "user",
+  message: {
+    role: "user",
+    content: [{
+      tool_use_id: task.toolUseId,
+      type: "tool_result",
+      content: `Command running in background with ID: ${task.taskId}. Output is being written to: ${
+        bashTaskOutputFile(ids, task)
+      }. You will be notified when it completes. To check interim output, use Read on that file path.`,
+      is_error: false
+    }]
+  },
+  parent_tool_use_id: null,
+  session_id: ids.sessionId,
+  uuid: ids.uuid(),
+  tool_use_result: {
+    stdout: "",
+    stderr: "",
+    interrupted: false,
+    isImage: false,
+    noOutputExpected: false,
+    backgroundTaskId: task.taskId
+  }
+})
+
+export const bashTaskUpdated = (ids: Ids, task: BashTask, status: "completed" | "failed" | "killed") => ({
+  type: "system",
+  subtype: "task_updated",
+  task_id: task.taskId,
+  run_id: task.runId,
+  patch: { status, end_time: 1796019006560 },
+  uuid: ids.uuid(),
+  session_id: ids.sessionId
+})
+
+export const bashTaskNotification = (ids: Ids, task: BashTask) => ({
+  type: "system",
+  subtype: "task_notification",
+  task_id: task.taskId,
+  run_id: task.runId,
+  tool_use_id: task.toolUseId,
+  status: "completed",
+  output_file: bashTaskOutputFile(ids, task),
+  summary: `Background command "${task.description}" completed (exit code 0)`,
+  uuid: ids.uuid(),
+  session_id: ids.sessionId
+})
+
+// ---------------------------------------------------------------------------
+// The 2.0 line (shapes of CLI 2.0.76): no session_state_changed, no task_*,
+// fewer fields on init, can_use_tool and result
+// ---------------------------------------------------------------------------
+
+export const legacyVersion = "2.0.76"
+
+export const legacySystemInit = (ids: Ids, cwd: string) => ({
+  type: "system",
+  subtype: "init",
+  cwd,
+  session_id: ids.sessionId,
+  tools: ["Task", "TaskOutput", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "KillShell"],
+  mcp_servers: [],
+  model: fakeModel,
+  permissionMode: "default",
+  slash_commands: ["compact", "context", "cost"],
+  apiKeySource: "ANTHROPIC_API_KEY",
+  claude_code_version: legacyVersion,
+  output_style: "default",
+  agents: ["general-purpose", "Explore", "Plan"],
+  skills: [],
+  plugins: [],
+  uuid: ids.uuid()
+})
+
+export const legacyCanUseTool = (
+  requestId: string,
+  toolUseId: string,
+  toolName: string,
+  input: Record<string, unknown>
+) => ({
+  type: "control_request",
+  request_id: requestId,
+  request: {
+    subtype: "can_use_tool",
+    tool_name: toolName,
+    input,
+    permission_suggestions: [],
+    tool_use_id: toolUseId
+  }
+})
+
+/** A 2.0 result: no `stop_reason`, fewer `modelUsage` fields. */
+export const legacyResult = (
+  ids: Ids,
+  options: { readonly result: string; readonly numTurns: number; readonly durationMs: number; readonly costUsd: number }
+) => ({
+  type: "result",
+  subtype: "success",
+  is_error: false,
+  duration_ms: options.durationMs,
+  duration_api_ms: Math.round(options.durationMs * 1.1),
+  num_turns: options.numTurns,
+  result: options.result,
+  session_id: ids.sessionId,
+  total_cost_usd: options.costUsd,
+  usage: usage(120 * options.numTurns, 24 * options.numTurns),
+  modelUsage: {
+    [fakeModel]: {
+      inputTokens: 120 * options.numTurns,
+      outputTokens: 24 * options.numTurns,
+      cacheReadInputTokens: 0,
+      cacheCreationInputTokens: 0,
+      webSearchRequests: 0,
+      costUSD: options.costUsd,
+      contextWindow: 200000
+    }
+  },
+  permission_denials: [],
+  uuid: ids.uuid()
+})
+
+/** A Bash tool_result with the CLI's `tool_use_result` detail. */
+export const bashResult = (ids: Ids, toolUseId: string, stdout: string) => ({
+  type: "user",
+  message: { role: "user", content: [{ tool_use_id: toolUseId, type: "tool_result", content: stdout, is_error: false }] },
+  parent_tool_use_id: null,
+  session_id: ids.sessionId,
+  uuid: ids.uuid(),
+  tool_use_result: { stdout, stderr: "", interrupted: false, isImage: false }
+})

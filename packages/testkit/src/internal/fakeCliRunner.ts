@@ -1,8 +1,9 @@
 /**
  * The child side of FakeCli: reads the script, frames stdin, answers the
- * host's `initialize` and `interrupt`, and plays the steps.
+ * host's `initialize` and `interrupt` (unless told not to), and plays the steps.
  */
 import { Effect, Option, Queue } from "effect"
+import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
 import { StringDecoder } from "node:string_decoder"
 import * as FakeCli from "../FakeCli.js"
@@ -45,23 +46,41 @@ const matches = (step: FakeCli.Await, message: unknown): boolean =>
   (step.subtype === undefined || subtypeOf(message) === step.subtype) &&
   (step.requestId === undefined || requestIdOf(message) === step.requestId)
 
+/** Which host requests are answered as soon as they are read; `AutoAnswer` steps change it. */
+interface Answering {
+  initialize: boolean
+  interrupt: boolean
+}
+
 /** Answers what the real CLI answers whatever it is doing. */
-const autoResponse = (message: unknown): unknown => {
+const autoResponse = (answering: Answering, message: unknown): unknown => {
   if (field(message, "type") !== "control_request") return undefined
   const requestId = field(message, "request_id")
   if (typeof requestId !== "string") return undefined
   switch (field(field(message, "request"), "subtype")) {
     case "initialize":
-      return Messages.initializeResponse(requestId)
+      return answering.initialize ? Messages.initializeResponse(requestId) : undefined
     case "interrupt":
-      return Messages.interruptResponse(requestId)
+      return answering.interrupt ? Messages.interruptResponse(requestId) : undefined
     default:
       return undefined
   }
 }
 
+/** Starts a process that inherits stdout/stderr and outlives this one. */
+const holdStdout = (step: FakeCli.HoldStdout) =>
+  Effect.sync(() => {
+    const holder = ChildProcess.spawn("sleep", [String(step.millis / 1000)], {
+      stdio: ["ignore", "inherit", "inherit"],
+      detached: step.ownGroup
+    })
+    // This process may exit first; the holder must not keep it alive.
+    holder.unref()
+    return holder.pid
+  }).pipe(Effect.flatMap((pid) => err(`fake-cli: holder pid ${pid ?? "unknown"}\n`)))
+
 /** Frames stdin into lines; `None` marks the end of stdin. */
-const readStdin = Effect.gen(function*() {
+const readStdin = (answering: Answering) => Effect.gen(function*() {
   const inbox = yield* Queue.unbounded<Option.Option<Inbound>>()
   const decoder = new StringDecoder("utf8")
   let buffer = ""
@@ -74,7 +93,7 @@ const readStdin = Effect.gen(function*() {
       process.stderr.write(`fake-cli: ignoring malformed stdin line: ${line.slice(0, 200)}\n`)
       return
     }
-    const response = autoResponse(message)
+    const response = autoResponse(answering, message)
     if (response !== undefined) process.stdout.write(`${JSON.stringify(response)}\n`)
     inbox.unsafeOffer(Option.some({ line, message }))
   }
@@ -89,6 +108,7 @@ const readStdin = Effect.gen(function*() {
       }
     })
     process.stdin.on("end", () => {
+      process.stderr.write("fake-cli: stdin ended\n")
       onLine(buffer + decoder.end())
       buffer = ""
       inbox.unsafeOffer(Option.none())
@@ -126,7 +146,9 @@ export const run = Effect.gen(function*() {
     return yield* exitNow(2)
   }
 
-  const inbox = yield* readStdin
+  const answering: Answering = { initialize: true, interrupt: true }
+  let exitOnStdinEnd = true
+  const inbox = yield* readStdin(answering)
   const backlog: Array<Inbound> = []
   let ended = false
 
@@ -161,7 +183,7 @@ export const run = Effect.gen(function*() {
           const found = yield* next(step)
           if (Option.isNone(found)) {
             yield* err(`fake-cli: stdin ended while waiting for ${step.type}\n`)
-            return yield* exitNow(0)
+            return yield* exitOnStdinEnd ? exitNow(0) : Effect.never
           }
           if (step.echo === true) yield* out(`${found.value.line}\n`)
           if (step.record !== undefined) {
@@ -196,6 +218,17 @@ export const run = Effect.gen(function*() {
         })
       case "Stderr":
         return err(step.text)
+      case "AutoAnswer":
+        return Effect.sync(() => {
+          answering.initialize = step.initialize
+          answering.interrupt = step.interrupt
+        })
+      case "IgnoreStdinEnd":
+        return Effect.sync(() => {
+          exitOnStdinEnd = false
+        })
+      case "HoldStdout":
+        return holdStdout(step)
     }
   }
 
