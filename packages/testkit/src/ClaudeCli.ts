@@ -190,6 +190,8 @@ export interface SpawnOptions {
   readonly args: ReadonlyArray<string>
   /** Added to (and overriding) the offline environment. */
   readonly env?: Readonly<Record<string, string>> | undefined
+  /** Another release to run (see `CliRelease.install`); the pinned `executable` if omitted. */
+  readonly release?: { readonly command: string; readonly args: ReadonlyArray<string> } | undefined
 }
 
 /**
@@ -232,7 +234,8 @@ export const spawn: (
 ) => Effect.Effect<Run, ClaudeCliNotFound | ClaudeCliSpawnError, Scope.Scope> = Effect.fn("ClaudeCli.spawn")(function*(
   options: SpawnOptions
 ) {
-  const command = yield* executable
+  const command = options.release === undefined ? yield* executable : options.release.command
+  const prefixArgs = options.release?.args ?? []
   const fs = yield* FileSystem.FileSystem
   const root = yield* Effect.orDie(fs.makeTempDirectoryScoped({ prefix: "skein-claude-" }))
   const configDir = Path.join(root, "config")
@@ -252,7 +255,7 @@ export const spawn: (
   const exited = yield* Deferred.make<number>()
   const child = yield* Effect.acquireRelease(
     Effect.async<ChildProcess.ChildProcessWithoutNullStreams, ClaudeCliSpawnError>((resume) => {
-      const child = ChildProcess.spawn(command, [...options.args], {
+      const child = ChildProcess.spawn(command, [...prefixArgs, ...options.args], {
         cwd,
         env,
         detached: true,
@@ -355,7 +358,8 @@ const concatBytes = (chunks: Chunk.Chunk<Uint8Array>): Uint8Array => {
 /**
  * Runs one turn on the stream-json bus: sends `prompt` as a user message,
  * reads stdout until the `result` message, closes stdin and waits for exit.
- * `args` defaults to `leanArgs` and follows the stream-json options.
+ * `args` defaults to `leanArgs` and follows the stream-json options; `release`
+ * runs another release (the 2.0 line has no `--bare`: pass other `args`).
  *
  * @since 0.0.0
  */
@@ -364,6 +368,7 @@ export const runTurn = Effect.fn("ClaudeCli.runTurn")(function*(options: {
   readonly prompt: string
   readonly args?: ReadonlyArray<string> | undefined
   readonly env?: Readonly<Record<string, string>> | undefined
+  readonly release?: SpawnOptions["release"]
 }): Effect.fn.Return<
   TurnResult,
   ClaudeCliNotFound | ClaudeCliSpawnError | ClaudeCliStdinError | ClaudeCliNoResult,
@@ -372,7 +377,8 @@ export const runTurn = Effect.fn("ClaudeCli.runTurn")(function*(options: {
   const run = yield* spawn({
     baseUrl: options.baseUrl,
     args: [...streamJsonArgs, ...(options.args ?? leanArgs)],
-    env: options.env
+    env: options.env,
+    release: options.release
   })
   yield* run.send(userMessage(options.prompt))
   const chunks = yield* Ref.make(Chunk.empty<Uint8Array>())
