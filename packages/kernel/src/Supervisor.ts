@@ -5,6 +5,9 @@
  *   restart starts the next one only after the previous fiber and all its
  *   finalizers are done. Starting a key that is already running stops (and
  *   awaits) the old child first: `FiberMap.run` alone would not wait.
+ * - Restarts are bounded in time, as OTP supervisors bound them: at most N
+ *   within a period T, with a backoff that starts over after a healthy
+ *   incarnation (one that ran long enough, or said so through `Incarnation`).
  * - When a child's policy gives up, the supervisor escalates: it stops every
  *   child and its own fiber fails with `Escalated { key, cause }`. Run as a
  *   child of another supervisor (`Supervisor.run`), that is a child failure
@@ -28,7 +31,10 @@ import {
   Layer,
   Option,
   PubSub,
+  Ref,
   Schedule,
+  ScheduleDecision,
+  ScheduleIntervals,
   SubscriptionRef
 } from "effect"
 
@@ -44,14 +50,29 @@ export class SupervisorClosed extends Data.TaggedError("SupervisorClosed")<{
 }> {}
 
 /**
- * When a child is restarted, and how often. `schedule` is stepped once per
- * restart with the exit that caused it; when it is done, the supervisor escalates.
+ * When a child is restarted, and how often.
+ *
+ * - `schedule` is stepped once per restart with the exit that caused it and
+ *   gives the delay; when it is done, the supervisor escalates.
+ * - `intensity` bounds restarts in time, as OTP's intensity and period do: at
+ *   most `maxRestarts` within any `period`; one more escalates. A child that
+ *   fails now and then runs forever; one that fails in a tight loop does not.
+ * - A healthy incarnation resets the schedule (fresh backoff, and a fresh
+ *   count for a budget kept in the schedule): one that ran `resetAfter`, or
+ *   that said so through its `Incarnation`.
  */
 export interface RestartPolicy {
   readonly restartOn: "never" | "always" | "failure"
   readonly schedule: Schedule.Schedule<unknown, Exit.Exit<unknown, unknown>>
-  /** An incarnation that ran at least this long resets the schedule (fresh backoff and count). */
+  /** An incarnation that ran at least this long was healthy. */
   readonly resetAfter: Option.Option<Duration.Duration>
+  readonly intensity: Option.Option<Intensity>
+}
+
+/** At most `maxRestarts` restarts within any `period`. */
+export interface Intensity {
+  readonly maxRestarts: number
+  readonly period: Duration.Duration
 }
 
 export interface BackoffOptions {
@@ -61,8 +82,15 @@ export interface BackoffOptions {
   readonly factor?: number | undefined
   /** Cap on a single delay. Default 30 seconds. */
   readonly maxDelay?: Duration.DurationInput | undefined
-  /** Restarts allowed before escalating. Default 10; `Infinity` never escalates. */
+  /**
+   * Restarts allowed before escalating: within any `period` when one is
+   * given, else since the last healthy incarnation. Default 10; `Infinity`
+   * never escalates.
+   */
   readonly maxRestarts?: number | undefined
+  /** Makes `maxRestarts` an intensity: restarts counted in a sliding window of this length (e.g. 5 in 60 s). */
+  readonly period?: Duration.DurationInput | undefined
+  /** An incarnation that ran this long was healthy: the next delay is `base` again. */
   readonly resetAfter?: Duration.DurationInput | undefined
 }
 
@@ -72,41 +100,73 @@ const backoff = (options: BackoffOptions | undefined): Schedule.Schedule<unknown
     Schedule.union(Schedule.spaced(options?.maxDelay ?? Duration.seconds(30)))
   )
   const maxRestarts = options?.maxRestarts ?? 10
-  return Number.isFinite(maxRestarts)
+  // With a period, the budget is the intensity window, which a healthy run does not refill.
+  return Number.isFinite(maxRestarts) && options?.period === undefined
     ? Schedule.intersect(exponential, Schedule.recurs(maxRestarts))
     : exponential
 }
 
-const resetAfter = (options: BackoffOptions | undefined) =>
-  Option.map(Option.fromNullable(options?.resetAfter), Duration.decode)
+const decodeOption = (duration: Duration.DurationInput | undefined) =>
+  Option.map(Option.fromNullable(duration), Duration.decode)
+
+const intensityOf = (options: BackoffOptions | undefined): Option.Option<Intensity> =>
+  Option.map(decodeOption(options?.period), (period) => ({ maxRestarts: options?.maxRestarts ?? 10, period }))
 
 /** Run once; a failure is recorded (ChildExited) and not escalated. */
 export const never: RestartPolicy = {
   restartOn: "never",
   schedule: Schedule.stop,
-  resetAfter: Option.none()
+  resetAfter: Option.none(),
+  intensity: Option.none()
 }
 
 /** Restart after any end, success or failure, with exponential backoff. */
 export const always = (options?: BackoffOptions): RestartPolicy => ({
   restartOn: "always",
   schedule: backoff(options),
-  resetAfter: resetAfter(options)
+  resetAfter: decodeOption(options?.resetAfter),
+  intensity: intensityOf(options)
 })
 
 /** Restart after a failure (not after success or interruption), with exponential backoff. */
 export const onFailure = (options?: BackoffOptions): RestartPolicy => ({
   restartOn: "failure",
   schedule: backoff(options),
-  resetAfter: resetAfter(options)
+  resetAfter: decodeOption(options?.resetAfter),
+  intensity: intensityOf(options)
 })
 
 /** Any Schedule as the restart budget and delays. */
 export const fromSchedule = (
   restartOn: "always" | "failure",
   schedule: Schedule.Schedule<unknown, Exit.Exit<unknown, unknown>>,
-  options?: { readonly resetAfter?: Duration.DurationInput | undefined }
-): RestartPolicy => ({ restartOn, schedule, resetAfter: Option.map(Option.fromNullable(options?.resetAfter), Duration.decode) })
+  options?: {
+    readonly resetAfter?: Duration.DurationInput | undefined
+    readonly intensity?: { readonly maxRestarts: number; readonly period: Duration.DurationInput } | undefined
+  }
+): RestartPolicy => ({
+  restartOn,
+  schedule,
+  resetAfter: decodeOption(options?.resetAfter),
+  intensity: Option.map(Option.fromNullable(options?.intensity), (i) => ({
+    maxRestarts: i.maxRestarts,
+    period: Duration.decode(i.period)
+  }))
+})
+
+/**
+ * `policy`, except that a failure for which `fatal` holds escalates at once,
+ * with that failure as the cause, instead of being restarted: for failures a
+ * retry cannot fix (a missing executable, a bad argument). The check is part
+ * of the schedule, so it applies wherever `policy` would restart.
+ */
+export const escalateWhen = (policy: RestartPolicy, fatal: (error: unknown) => boolean): RestartPolicy => ({
+  ...policy,
+  schedule: Schedule.whileInput(
+    policy.schedule,
+    (exit: Exit.Exit<unknown, unknown>) => !(Exit.isFailure(exit) && Option.exists(Cause.failureOption(exit.cause), fatal))
+  )
+})
 
 export interface ChildInfo {
   readonly key: string
@@ -121,22 +181,44 @@ export type Event = Data.TaggedEnum<{
   ChildStarted: { readonly key: string; readonly restarts: number }
   /** An incarnation ended (interrupted by `stop` or shutdown included). */
   ChildExited: { readonly key: string; readonly exit: Exit.Exit<unknown, unknown> }
+  /** A restart is due: incarnation `restarts` starts after `delay`. */
+  ChildRestarting: { readonly key: string; readonly restarts: number; readonly delay: Duration.Duration }
   /** The child's policy gave up; the supervisor escalates. */
   ChildEscalated: { readonly key: string; readonly cause: Cause.Cause<unknown> }
 }>
 export const Event = Data.taggedEnum<Event>()
 
+/**
+ * What one incarnation of a child may tell its supervisor, provided to it
+ * like its Scope. Only the child knows when it has proven itself (a session
+ * that completed a turn, a server that answered a request), and only that
+ * incarnation may vouch for itself: a handle in its own context cannot reach
+ * a later incarnation, and the child need know neither its key nor its
+ * supervisor. Children that never ask for it are unaffected.
+ */
+export class Incarnation extends Context.Tag("@skein/kernel/Incarnation")<Incarnation, {
+  readonly key: string
+  /** Restarts before this incarnation: 0 for the first. */
+  readonly restarts: number
+  /**
+   * This incarnation is healthy: when it ends, the next restart starts the
+   * schedule afresh (the delay is `base` again), as after `resetAfter`. The
+   * intensity window still counts the restart. Idempotent.
+   */
+  readonly healthy: Effect.Effect<void>
+}>() {}
+
 export class Supervisor extends Context.Tag("@skein/kernel/Supervisor")<Supervisor, {
   /**
    * Starts `effect` as child `key` under `policy`. Each incarnation gets its
-   * own Scope. If `key` is running, that child is stopped first (and awaited).
-   * Must not be called by a child to replace itself.
+   * own Scope and `Incarnation`. If `key` is running, that child is stopped
+   * first (and awaited). Must not be called by a child to replace itself.
    */
   readonly start: <A, E, R>(
     key: string,
     effect: Effect.Effect<A, E, R>,
     policy: RestartPolicy
-  ) => Effect.Effect<void, SupervisorClosed, Exclude<R, Scope.Scope>>
+  ) => Effect.Effect<void, SupervisorClosed, Exclude<Exclude<R, Scope.Scope>, Incarnation>>
   /** Interrupts child `key` and returns after its finalizers ran. No-op for an unknown key. */
   readonly stop: (key: string) => Effect.Effect<void>
   readonly children: Subscribable.Subscribable<ReadonlyMap<string, ChildInfo>>
@@ -147,6 +229,44 @@ export class Supervisor extends Context.Tag("@skein/kernel/Supervisor")<Supervis
   /** Stops every child (awaiting their finalizers) and refuses new ones. Idempotent. */
   readonly shutdown: Effect.Effect<void>
 }>() {}
+
+/**
+ * Whether `exit` calls for a restart. An interruption from inside (not by the
+ * supervisor: that ends supervision) is a stop.
+ */
+const restartDue = (policy: RestartPolicy, exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isSuccess(exit)
+    ? policy.restartOn === "always"
+    : policy.restartOn !== "never" && !Cause.isInterruptedOnly(exit.cause)
+
+/**
+ * The restart bookkeeping of one child: the policy's schedule, stepped by
+ * hand (as `Schedule.driver` does) so that the delay is known, and announced,
+ * before it is slept; and the times of recent restarts, for the intensity.
+ */
+const restartBudget = (policy: RestartPolicy) =>
+  Effect.gen(function*() {
+    const state = yield* Ref.make<unknown>(policy.schedule.initial)
+    const recent = yield* Ref.make<ReadonlyArray<number>>([])
+    /** The delay before the next restart, or None when the policy gives up. */
+    const next = (exit: Exit.Exit<unknown, unknown>, healthy: boolean) =>
+      Effect.gen(function*() {
+        if (healthy) yield* Ref.set(state, policy.schedule.initial)
+        const now = yield* Clock.currentTimeMillis
+        if (Option.isSome(policy.intensity)) {
+          const { maxRestarts, period } = policy.intensity.value
+          const window = (yield* Ref.get(recent)).filter((at) => now - at < Duration.toMillis(period))
+          if (window.length >= maxRestarts) return Option.none<Duration.Duration>()
+          yield* Ref.set(recent, [...window, now])
+        }
+        const [stepped, , decision] = yield* policy.schedule.step(now, exit, yield* Ref.get(state))
+        yield* Ref.set(state, stepped)
+        return ScheduleDecision.isDone(decision)
+          ? Option.none<Duration.Duration>()
+          : Option.some(Duration.millis(Math.max(0, ScheduleIntervals.start(decision.intervals) - now)))
+      })
+    return { next }
+  })
 
 /**
  * A supervisor in the current Scope. Closing the Scope interrupts every child
@@ -172,39 +292,50 @@ export const make: Effect.Effect<Context.Tag.Service<Supervisor>, never, Scope.S
       return next
     })
 
+  /** One incarnation, in its own fiber and Scope: its exit, and whether it was healthy. */
+  const incarnate = <A, E, R>(key: string, effect: Effect.Effect<A, E, R>, policy: RestartPolicy, restarts: number) =>
+    Effect.gen(function*() {
+      const startedAt = yield* Clock.currentTimeMillis
+      const vouched = yield* Ref.make(false)
+      yield* setChild({ key, status: "running", restarts })
+      yield* PubSub.publish(events, Event.ChildStarted({ key, restarts }))
+      const incarnation = Incarnation.of({ key, restarts, healthy: Ref.set(vouched, true) })
+      // When it is over, so is all it forked and held.
+      const fiber = yield* Effect.fork(Effect.scoped(effect).pipe(Effect.provideService(Incarnation, incarnation)))
+      const exit: Exit.Exit<A, E> = yield* Fiber.await(fiber).pipe(
+        Effect.onInterrupt(() =>
+          Effect.flatMap(Fiber.interrupt(fiber), (exit) => PubSub.publish(events, Event.ChildExited({ key, exit })))
+        )
+      )
+      yield* PubSub.publish(events, Event.ChildExited({ key, exit }))
+      const ranFor = (yield* Clock.currentTimeMillis) - startedAt
+      const healthy = (yield* Ref.get(vouched)) ||
+        Option.exists(policy.resetAfter, (after) => ranFor >= Duration.toMillis(after))
+      return { exit, healthy }
+    })
+
+  const escalate = (key: string, exit: Exit.Exit<unknown, unknown>) =>
+    Effect.gen(function*() {
+      const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
+      yield* PubSub.publish(events, Event.ChildEscalated({ key, cause }))
+      const escalated = new Escalated({ key, cause })
+      yield* Deferred.fail(escalation, escalated)
+      return yield* Effect.fail(escalated)
+    })
+
   const supervise = <A, E, R>(key: string, effect: Effect.Effect<A, E, R>, policy: RestartPolicy) =>
     Effect.gen(function*() {
-      const driver = yield* Schedule.driver(policy.schedule)
+      const budget = yield* restartBudget(policy)
       let restarts = 0
       while (true) {
-        const startedAt = yield* Clock.currentTimeMillis
-        yield* setChild({ key, status: "running", restarts })
-        yield* PubSub.publish(events, Event.ChildStarted({ key, restarts }))
-        // Own fiber and Scope per incarnation: when it is over, so is all it forked and held.
-        const fiber: Fiber.RuntimeFiber<A, E> = yield* Effect.fork(Effect.scoped(effect))
-        const exit = yield* Fiber.await(fiber).pipe(
-          Effect.onInterrupt(() =>
-            Effect.flatMap(Fiber.interrupt(fiber), (exit) => PubSub.publish(events, Event.ChildExited({ key, exit })))
-          )
-        )
-        yield* PubSub.publish(events, Event.ChildExited({ key, exit }))
-        if (Exit.isSuccess(exit) ? policy.restartOn !== "always" : policy.restartOn === "never") return
-        // Interrupted from inside (not by us: that would have ended this loop): a stop.
-        if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)) return
-        const ranFor = (yield* Clock.currentTimeMillis) - startedAt
-        if (Option.isSome(policy.resetAfter) && ranFor >= Duration.toMillis(policy.resetAfter.value)) {
-          yield* driver.reset
-        }
+        const { exit, healthy } = yield* incarnate(key, effect, policy, restarts)
+        if (!restartDue(policy, exit)) return
         yield* setChild({ key, status: "restarting", restarts })
-        // Sleeps the backoff delay (on the Clock, so TestClock drives it); fails when the policy gives up.
-        const next = yield* Effect.option(driver.next(exit))
-        if (Option.isNone(next)) {
-          const cause = Exit.isFailure(exit) ? exit.cause : Cause.empty
-          yield* PubSub.publish(events, Event.ChildEscalated({ key, cause }))
-          const escalated = new Escalated({ key, cause })
-          yield* Deferred.fail(escalation, escalated)
-          return yield* Effect.fail(escalated)
-        }
+        const delay = yield* budget.next(exit, healthy)
+        if (Option.isNone(delay)) return yield* escalate(key, exit)
+        yield* PubSub.publish(events, Event.ChildRestarting({ key, restarts: restarts + 1, delay: delay.value }))
+        // On the Clock, so TestClock drives it.
+        yield* Effect.sleep(delay.value)
         restarts += 1
       }
     }).pipe(
@@ -224,7 +355,7 @@ export const make: Effect.Effect<Context.Tag.Service<Supervisor>, never, Scope.S
     key: string,
     effect: Effect.Effect<A, E, R>,
     policy: RestartPolicy
-  ): Effect.Effect<void, SupervisorClosed, Exclude<R, Scope.Scope>> =>
+  ): Effect.Effect<void, SupervisorClosed, Exclude<Exclude<R, Scope.Scope>, Incarnation>> =>
     lock.withPermits(1)(
       Effect.suspend(() => {
         if (closed) return Effect.fail(new SupervisorClosed({ key }))

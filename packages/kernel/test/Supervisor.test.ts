@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Ref, Scope, Stream, TestClock } from "effect"
+import { Cause, Chunk, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Ref, Schedule, Scope, Stream, TestClock } from "effect"
 import * as Actor from "../src/Actor.js"
 import * as Supervisor from "../src/Supervisor.js"
 
@@ -267,7 +267,7 @@ describe("Supervisor", () => {
       const inner = Cause.failureOption(escalated.cause)
       expect(Option.isSome(inner) && inner.value instanceof Supervisor.Escalated && inner.value.key).toBe("leaf")
       const tags = Chunk.toReadonlyArray(yield* Queue.takeAll(events)).map((e) => e._tag)
-      expect(tags).toEqual(["ChildStarted", "ChildExited", "ChildStarted", "ChildExited", "ChildEscalated"])
+      expect(tags).toEqual(["ChildStarted", "ChildExited", "ChildRestarting", "ChildStarted", "ChildExited", "ChildEscalated"])
     }))
 
   it.scoped("supervises an actor's run loop: a handler failure restarts it with fresh state", () =>
@@ -316,5 +316,144 @@ describe("Supervisor", () => {
       expect([...onlyB.keys()]).toEqual(["b"])
       yield* supervisor.stop("b")
       expect((yield* supervisor.children.get).size).toBe(0)
+    }))
+})
+
+/** Advances the TestClock a second at a time, at most `limit` times, until `done` holds. */
+const tickUntil = (done: Effect.Effect<boolean>, limit: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < limit && !(yield* done); i++) yield* TestClock.adjust(Duration.seconds(1))
+    return yield* done
+  })
+
+/** The delays of every `ChildRestarting` taken from `events` so far, in millis, appended to `into`. */
+const drainDelays = (events: Queue.Dequeue<Supervisor.Event>, into: Array<number>) =>
+  Effect.map(Queue.takeAll(events), (chunk) => {
+    for (const e of chunk) if (e._tag === "ChildRestarting") into.push(Duration.toMillis(e.delay))
+    return into.length
+  })
+
+/** As SupervisedSession's `restart: true`: 5 restarts in 60 s, 200 ms doubling up to 5 s, healthy after 60 s up. */
+const sessionLike = Supervisor.onFailure({
+  maxRestarts: 5,
+  period: Duration.seconds(60),
+  base: Duration.millis(200),
+  maxDelay: Duration.seconds(5),
+  resetAfter: Duration.seconds(60)
+})
+
+describe("failure 9: SupervisedSession hides why it stopped, and counts restarts over its whole life", () => {
+  it.scoped("failure 9: a child killed every 20 s that completes a turn first restarts forever, always after the base delay", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* Supervisor.make
+      const events = yield* supervisor.subscribe
+      const child = Effect.gen(function*() {
+        const incarnation = yield* Supervisor.Incarnation
+        yield* Effect.sleep(Duration.seconds(5)) // a turn
+        yield* incarnation.healthy
+        yield* Effect.sleep(Duration.seconds(15))
+        return yield* Effect.fail(`killed in incarnation ${incarnation.restarts}`)
+      })
+      yield* supervisor.start("cli", child, sessionLike)
+      const own = yield* Effect.fork(supervisor.join)
+      const delays: Array<number> = []
+      // 30 restarts: about 10 minutes of clock, far past "5 in the whole life".
+      expect(yield* tickUntil(Effect.map(drainDelays(events, delays), (n) => n >= 30), 1500)).toBe(true)
+      expect(new Set(delays)).toEqual(new Set([200]))
+      expect(Option.isNone(yield* Fiber.poll(own))).toBe(true)
+      expect((yield* supervisor.children.get).get("cli")?.restarts).toBeGreaterThanOrEqual(29)
+    }))
+
+  it.scoped("failure 9: without a healthy run the backoff grows to its cap, and a slow crasher still runs forever", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* Supervisor.make
+      const events = yield* supervisor.subscribe
+      yield* supervisor.start("cli", Effect.zipRight(Effect.sleep(Duration.seconds(20)), Effect.fail("killed")), sessionLike)
+      const own = yield* Effect.fork(supervisor.join)
+      const delays: Array<number> = []
+      expect(yield* tickUntil(Effect.map(drainDelays(events, delays), (n) => n >= 12), 1000)).toBe(true)
+      expect(delays.slice(0, 12)).toEqual([200, 400, 800, 1600, 3200, 5000, 5000, 5000, 5000, 5000, 5000, 5000])
+      expect(Option.isNone(yield* Fiber.poll(own))).toBe(true)
+    }))
+
+  it.scoped("failure 9: healthy resets the backoff: after a healthy run the next delay is the base again", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* Supervisor.make
+      const events = yield* supervisor.subscribe
+      // Incarnations 0–3 crash at once; 4 completes a turn; 5 and 6 crash at once again.
+      const child = Effect.gen(function*() {
+        const incarnation = yield* Supervisor.Incarnation
+        if (incarnation.restarts === 4) yield* incarnation.healthy
+        return yield* Effect.fail("crash")
+      })
+      yield* supervisor.start("cli", child, Supervisor.onFailure({ base: Duration.seconds(1), maxRestarts: 100, period: Duration.hours(1) }))
+      const delays: Array<number> = []
+      expect(yield* tickUntil(Effect.map(drainDelays(events, delays), (n) => n >= 7), 200)).toBe(true)
+      expect(delays.slice(0, 7)).toEqual([1000, 2000, 4000, 8000, 1000, 2000, 4000])
+    }))
+
+  it.scoped("failure 9: 5 in 60 s is a sliding window: after a quiet spell restarts are allowed again; 6 within 60 s escalate with the last failure", () =>
+    Effect.gen(function*() {
+      const intensity = { base: Duration.seconds(11), factor: 1, maxRestarts: 5, period: Duration.seconds(60) }
+      // 5 restarts 11 s apart, a quiet 2 minutes, then a 6th and a 7th: never 6 within 60 s.
+      let burstStarts = 0
+      const burst = Effect.suspend(() => {
+        const n = ++burstStarts
+        return n === 6 ? Effect.zipRight(Effect.sleep(Duration.minutes(2)), Effect.fail("late")) : n === 7 ? Effect.never : Effect.fail("early")
+      })
+      const quiet = yield* Supervisor.make
+      yield* quiet.start("burst", burst, Supervisor.onFailure(intensity))
+      const quietJoin = yield* Effect.fork(quiet.join)
+      // Fails at once every time: the 6th restart would be the 6th within 60 s.
+      let fastStarts = 0
+      const fast = yield* Supervisor.make
+      yield* fast.start("fast", Effect.suspend(() => Effect.fail(`fast failure ${++fastStarts}`)), Supervisor.onFailure(intensity))
+      const fastJoin = yield* Effect.fork(Effect.flip(fast.join))
+
+      expect(yield* tickUntil(Effect.map(Fiber.poll(fastJoin), Option.isSome), 120)).toBe(true)
+      const escalated = yield* Fiber.join(fastJoin)
+      expect(fastStarts).toBe(6)
+      expect(Cause.failureOption(escalated.cause)).toEqual(Option.some("fast failure 6"))
+      expect(yield* tickUntil(Effect.sync(() => burstStarts === 7), 300)).toBe(true)
+      expect(Option.isNone(yield* Fiber.poll(quietJoin))).toBe(true)
+    }))
+
+  it.scoped("failure 9: fromSchedule takes an intensity too", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* Supervisor.make
+      let starts = 0
+      yield* supervisor.start(
+        "spaced",
+        Effect.suspend(() => Effect.fail(`failure ${++starts}`)),
+        Supervisor.fromSchedule("failure", Schedule.spaced(Duration.seconds(1)), {
+          intensity: { maxRestarts: 3, period: Duration.seconds(60) }
+        })
+      )
+      const escalated = yield* Effect.fork(Effect.flip(supervisor.join))
+      expect(yield* tickUntil(Effect.map(Fiber.poll(escalated), Option.isSome), 30)).toBe(true)
+      expect(starts).toBe(4)
+    }))
+
+  it.scoped("failure 9: escalateWhen: a failure a retry cannot fix escalates at once, with that failure", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* Supervisor.make
+      const attempts = yield* Ref.make(0)
+      const failures = ["transient", "transient", "fatal"]
+      const child = Effect.flatMap(Ref.updateAndGet(attempts, (n) => n + 1), (n) => Effect.fail(failures[n - 1]))
+      yield* supervisor.start(
+        "cli",
+        child,
+        Supervisor.escalateWhen(
+          Supervisor.onFailure({ base: Duration.seconds(1), maxRestarts: 5, period: Duration.seconds(60) }),
+          (error) => error === "fatal"
+        )
+      )
+      const own = yield* Effect.fork(Effect.flip(supervisor.join))
+      // Two ordinary restarts (1 s, 2 s), then the fatal failure escalates without a delay.
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* TestClock.adjust(Duration.seconds(2))
+      const escalated = yield* Fiber.join(own)
+      expect(yield* Ref.get(attempts)).toBe(3)
+      expect(Cause.failureOption(escalated.cause)).toEqual(Option.some("fatal"))
     }))
 })
