@@ -6,46 +6,83 @@
  * and its pending requests fail with `CliExited` as in any session; then,
  * with `restart` on, the supervisor starts the next incarnation with
  * `--resume <id>` of the last session id seen, so the next `send` continues
- * the same conversation. Restarts back off and are bounded: when the policy
- * gives up, or with `restart` off, the session is closed and every call fails
- * with `SessionClosed`.
+ * the same conversation.
+ *
+ * Restarts are bounded as an OTP supervisor bounds them: at most N within a
+ * period T, so a CLI that dies now and then is restarted for as long as the
+ * session lives, and one that dies in a loop is given up on. The backoff
+ * starts over after a healthy run, so a crash a day never waits longer than
+ * the first. Failures a retry cannot fix (`CliNotFound`, `SpawnFailed`,
+ * `ResumeMismatch`) are not retried. Once the session stops, every call fails
+ * with why: that error, the last `CliExited`, or `SessionClosed` after `end`
+ * or a closed scope.
  *
  * `Session.ts` stays unaware of all this: this module only wraps it.
  */
 import { Supervisor } from "@skein/kernel"
 import type { Anthropic, Control, Json } from "@skein/protocol"
 import {
-  type Duration,
+  Cause,
+  Data,
+  Duration,
   Effect,
+  Exit,
+  Fiber,
   Option,
   PubSub,
   Queue,
   Ref,
+  Schema,
   type Scope,
   Stream,
   type Subscribable,
   SubscriptionRef
 } from "effect"
 import * as Session from "./Session.js"
-import { CliExited, type RequestError, SessionClosed, type TurnError } from "./SessionError.js"
+import {
+  CliExited,
+  CliNotFound,
+  type RequestError,
+  ResumeMismatch,
+  SessionClosed,
+  SpawnFailed
+} from "./SessionError.js"
 import type { SessionEvent, Turn } from "./Turn.js"
 
 export interface SupervisedOptions extends Session.SessionOptions {
   /**
    * Restart a CLI that exits mid-session, with `--resume <id>`. Off by
-   * default; `true` means up to 5 restarts with a backoff from 200 ms, or
-   * pass the backoff (`maxRestarts`, `base`, `factor`, `maxDelay`, `resetAfter`).
+   * default. `true` allows 5 restarts within any 60 s, after a delay from
+   * 200 ms doubling up to 5 s, and back to 200 ms after a healthy run (a
+   * `result` on that CLI, or 60 s up). Options change any of these
+   * (`maxRestarts`, `period`, `base`, `factor`, `maxDelay`, `resetAfter`).
    */
   readonly restart?: boolean | Supervisor.BackoffOptions | undefined
 }
 
+/** Why a supervised session stopped: what a retry cannot fix, the last crash, or a close. */
+export type StopError = CliExited | CliNotFound | SpawnFailed | ResumeMismatch | SessionClosed
+
+export type Status = Data.TaggedEnum<{
+  /** A CLI is starting; `restarts` came before it. */
+  Starting: { readonly restarts: number }
+  Live: { readonly restarts: number; readonly session: Session.Session }
+  /** The CLI exited with `cause`; restart number `restarts` follows after `delay`. */
+  Restarting: { readonly restarts: number; readonly delay: Duration.Duration; readonly cause: CliExited }
+  /** For good. */
+  Closed: { readonly cause: StopError }
+}>
+export const Status = Data.taggedEnum<Status>()
+
 export interface SupervisedSession {
-  /** The live incarnation; waits while a restart is under way. */
-  readonly current: Effect.Effect<Session.Session, SessionClosed>
+  /** The live incarnation; waits while a restart is under way, fails with why once stopped. */
+  readonly current: Effect.Effect<Session.Session, StopError>
   /** Restarts so far: 0 while the first process runs. */
   readonly restarts: Subscribable.Subscribable<number>
+  /** Where the session is: starting, live, restarting (after which delay, and why), or closed (and why). */
+  readonly status: Subscribable.Subscribable<Status>
   /** The id of the conversation, as last reported by a CLI (`--resume` keeps it going). */
-  readonly sessionId: Effect.Effect<string, TurnError>
+  readonly sessionId: Effect.Effect<string, StopError>
   /**
    * Every event of every incarnation, from the moment of subscription on
    * (each incarnation's from the end of its start).
@@ -56,27 +93,60 @@ export interface SupervisedSession {
    * the message goes to the next; a turn already under way when the CLI died
    * fails with `CliExited` and is not replayed.
    */
-  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn, SessionClosed>
+  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn, StopError>
   readonly request: (
     payload: Control.HostRequestPayload,
     options?: { readonly timeout?: Duration.DurationInput | undefined }
-  ) => Effect.Effect<Json.JsonObject | undefined, RequestError>
-  readonly interrupt: Effect.Effect<void, RequestError>
+  ) => Effect.Effect<Json.JsonObject | undefined, RequestError | StopError>
+  readonly interrupt: Effect.Effect<void, RequestError | StopError>
   /** Closes stdin of the live CLI: it finishes and exits, and is not restarted. */
   readonly end: Effect.Effect<void>
 }
 
-type Slot =
-  | { readonly _tag: "Starting" }
-  | { readonly _tag: "Live"; readonly session: Session.Session }
-  | { readonly _tag: "Closed" }
+/** How an incarnation can fail: `Session.start`'s errors, or its CLI's exit. */
+type IncarnationError = CliExited | CliNotFound | SpawnFailed | ResumeMismatch
 
 const childKey = "cli"
+
+/** Failures that would come back on every retry: the same binary, arguments and transcript. */
+const isFatal = Schema.is(Schema.Union(CliNotFound, SpawnFailed, ResumeMismatch))
+
+/**
+ * How long, after the CLI exited, the session may take to read the rest of
+ * its stdout: a turn that ended just before the exit then counts, and its
+ * events reach subscribers.
+ */
+const drainBound = Duration.seconds(5)
+
+const restartOptions = (restart: Supervisor.BackoffOptions | true): Supervisor.BackoffOptions => {
+  const given = restart === true ? {} : restart
+  return {
+    maxRestarts: given.maxRestarts ?? 5,
+    period: given.period ?? Duration.seconds(60),
+    base: given.base ?? Duration.millis(200),
+    factor: given.factor ?? 2,
+    maxDelay: given.maxDelay ?? Duration.seconds(5),
+    resetAfter: given.resetAfter ?? Duration.seconds(60)
+  }
+}
 
 const policyOf = (restart: SupervisedOptions["restart"]): Supervisor.RestartPolicy =>
   restart === undefined || restart === false
     ? Supervisor.never
-    : Supervisor.onFailure(restart === true ? { maxRestarts: 5, base: "200 millis" } : restart)
+    : Supervisor.escalateWhen(Supervisor.onFailure(restartOptions(restart)), isFatal)
+
+/**
+ * Where a status sits in the life of the session. Statuses come from the
+ * incarnations and from the supervisor's events, in two fibers: only a later
+ * one replaces the current one, so a late event never undoes a newer state.
+ */
+const rank = (status: Status): number =>
+  Status.$match(status, {
+    Starting: ({ restarts }) => 3 * restarts,
+    Live: ({ restarts }) => 3 * restarts + 1,
+    Restarting: ({ restarts }) => 3 * restarts - 1,
+    Closed: () => Infinity
+  })
 
 /**
  * Starts the first incarnation and supervises the next ones in the current
@@ -84,86 +154,114 @@ const policyOf = (restart: SupervisedOptions["restart"]): Supervisor.RestartPoli
  * incarnation.
  */
 export const start = Effect.fn("SupervisedSession.start")(function*(options: SupervisedOptions) {
-  const slot = yield* SubscriptionRef.make<Slot>({ _tag: "Starting" })
+  const status = yield* SubscriptionRef.make<Status>(Status.Starting({ restarts: 0 }))
   const restarts = yield* SubscriptionRef.make(0)
   const lastId = yield* Ref.make<string | undefined>(undefined)
+  /** How the last incarnation failed, if it did: the cause callers see once the session stops. */
+  const lastFailure = yield* Ref.make(Option.none<IncarnationError>())
   const ending = yield* Ref.make(false)
   const events = yield* PubSub.unbounded<SessionEvent>()
-  let incarnations = 0
+
+  const advance = (next: Status) => SubscriptionRef.update(status, (now) => rank(next) > rank(now) ? next : now)
 
   /** The options of the next incarnation: the first as given, later ones resume the last id. */
   const nextOptions = Effect.map(Ref.get(lastId), (id): Session.SessionOptions =>
     id === undefined ? options : { ...options, resume: id, forkSession: undefined, continue: undefined })
 
   // One CLI process: runs until it exits, then fails so that the supervisor restarts it.
-  const incarnation = Effect.gen(function*() {
-    if (incarnations++ > 0) yield* SubscriptionRef.set(restarts, incarnations - 1)
+  const incarnation: Effect.Effect<void, IncarnationError, Scope.Scope | Supervisor.Incarnation> = Effect.gen(function*() {
+    const self = yield* Supervisor.Incarnation
+    yield* SubscriptionRef.set(restarts, self.restarts)
+    yield* advance(Status.Starting({ restarts: self.restarts }))
     const session = yield* Session.start(yield* nextOptions)
     yield* session.sessionId.pipe(Effect.flatMap((id) => Ref.set(lastId, id)), Effect.ignore, Effect.forkScoped)
     const bus = yield* session.subscribe
-    yield* Queue.take(bus).pipe(Effect.flatMap((e) => PubSub.publish(events, e)), Effect.forever, Effect.forkScoped)
-    yield* SubscriptionRef.set(slot, { _tag: "Live", session })
-    const status = yield* session.exit.pipe(
-      Effect.ensuring(SubscriptionRef.update(slot, (s): Slot => s._tag === "Closed" ? s : { _tag: "Starting" }))
+    // A taken event is always published, so that interrupting the pump loses none.
+    const pump = yield* Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(Queue.take(bus)), (e) => PubSub.publish(events, e))
+    ).pipe(Effect.forever, Effect.forkScoped)
+    yield* advance(Status.Live({ restarts: self.restarts, session }))
+
+    const exit = yield* session.exit
+    yield* session.state.changes.pipe(
+      Stream.filter((s) => s.status === "exited"),
+      Stream.runHead,
+      Effect.timeout(drainBound),
+      Effect.ignore
     )
+    yield* Fiber.interrupt(pump)
+    yield* Effect.flatMap(Queue.takeAll(bus), (rest) => PubSub.publishAll(events, rest))
+    const state = yield* session.state.get
+    if (state.sessionId !== undefined) yield* Ref.set(lastId, state.sessionId)
+    // A `result` proves this CLI works: its crash is no reason to wait longer before the next.
+    if (state.counters.results > 0) yield* self.healthy
     // An exit the host asked for (`end`) is not a fault.
     if (yield* Ref.get(ending)) return
-    return yield* new CliExited({ code: status.code, signal: status.signal, stderrTail: status.stderrTail })
-  })
+    return yield* new CliExited({ code: exit.code, signal: exit.signal, stderrTail: exit.stderrTail })
+  }).pipe(
+    Effect.onExit((exit) => Ref.set(lastFailure, Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()))
+  )
 
   const supervisor = yield* Supervisor.make
-  // Closed for good once the child is gone from the supervisor: the policy ran out, or it ended.
-  yield* supervisor.children.changes.pipe(
-    Stream.dropWhile((children) => !children.has(childKey)),
-    Stream.filter((children) => !children.has(childKey)),
-    Stream.runHead,
-    Effect.zipRight(SubscriptionRef.set(slot, { _tag: "Closed" })),
-    Effect.forkScoped
-  )
+  // Subscribed before the child starts: no event of it is missed.
+  const lifecycle = yield* supervisor.subscribe
+  /** The supervisor's side of the status: the delay of a restart, and the end. */
+  const onLifecycle = (event: Supervisor.Event) =>
+    Effect.gen(function*() {
+      const failure = yield* Ref.get(lastFailure)
+      if (event._tag === "ChildRestarting") {
+        const cause = Option.filter(failure, (f): f is CliExited => f._tag === "CliExited")
+        if (Option.isSome(cause)) {
+          yield* advance(Status.Restarting({ restarts: event.restarts, delay: event.delay, cause: cause.value }))
+        }
+      } else if (event._tag === "ChildRemoved") {
+        yield* advance(Status.Closed({ cause: Option.getOrElse(failure, (): StopError => new SessionClosed()) }))
+      }
+    })
+  yield* Queue.take(lifecycle).pipe(Effect.flatMap(onLifecycle), Effect.forever, Effect.forkScoped)
   yield* supervisor.start(childKey, incarnation, policyOf(options.restart)).pipe(
-    Effect.catchTag("SupervisorClosed", () => SubscriptionRef.set(slot, { _tag: "Closed" }))
+    Effect.catchTag("SupervisorClosed", () => advance(Status.Closed({ cause: new SessionClosed() })))
   )
 
-  const settled = (past: Option.Option<Session.Session>) =>
-    slot.changes.pipe(
-      Stream.filter((s) =>
-        s._tag === "Closed" || (s._tag === "Live" && Option.match(past, { onNone: () => true, onSome: (p) => p !== s.session }))
+  /** The first live incarnation other than `past`, or why the session stopped. */
+  const settled = (past: Option.Option<Session.Session>): Effect.Effect<Session.Session, StopError> =>
+    status.changes.pipe(
+      Stream.filterMap((s): Option.Option<Exit.Exit<Session.Session, StopError>> =>
+        s._tag === "Closed"
+          ? Option.some(Exit.fail(s.cause))
+          : s._tag === "Live" && !Option.contains(past, s.session)
+          ? Option.some(Exit.succeed(s.session))
+          : Option.none()
       ),
       Stream.runHead,
-      Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(new SessionClosed()),
-        onSome: (s) => s._tag === "Live" ? Effect.succeed(s.session) : Effect.fail(new SessionClosed())
-      }))
+      Effect.flatMap(Option.getOrElse((): Exit.Exit<Session.Session, StopError> => Exit.fail(new SessionClosed())))
     )
 
   const current = settled(Option.none())
 
-  const send = (content: string | ReadonlyArray<Anthropic.ContentBlock>) =>
-    Effect.gen(function*() {
-      let session = yield* current
-      // A session whose CLI just died refuses the message: hand it to the next incarnation.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const sent = yield* Effect.either(session.send(content))
-        if (sent._tag === "Right") return sent.right
-        session = yield* settled(Option.some(session))
-      }
-      return yield* new SessionClosed()
-    }).pipe(Effect.withSpan("SupervisedSession.send"))
+  /** `f` on the live incarnation; if that one fails it (it just died), on the next, until the session stops. */
+  const onLive = <A, E>(f: (session: Session.Session) => Effect.Effect<A, E>): Effect.Effect<A, StopError> => {
+    const attempt = (session: Session.Session): Effect.Effect<A, StopError> =>
+      Effect.catchAll(f(session), () => Effect.flatMap(settled(Option.some(session)), attempt))
+    return Effect.flatMap(current, attempt)
+  }
+
+  // Runs first on close: whoever waits learns at once that the session is gone.
+  yield* Effect.addFinalizer(() => advance(Status.Closed({ cause: new SessionClosed() })))
 
   const supervised: SupervisedSession = {
     current,
     restarts,
-    sessionId: Ref.get(lastId).pipe(
-      Effect.flatMap((id) => id !== undefined ? Effect.succeed(id) : Effect.flatMap(current, (s) => s.sessionId))
-    ),
+    status,
+    sessionId: Effect.flatMap(Ref.get(lastId), (id) => id !== undefined ? Effect.succeed(id) : onLive((s) => s.sessionId)),
     subscribe: PubSub.subscribe(events),
-    send,
+    send: (content) => onLive((s) => s.send(content)).pipe(Effect.withSpan("SupervisedSession.send")),
     request: (payload, opts) => Effect.flatMap(current, (s) => s.request(payload, opts)),
     interrupt: Effect.flatMap(current, (s) => s.interrupt),
     end: Ref.set(ending, true).pipe(
       Effect.zipRight(current),
       Effect.flatMap((s) => s.end),
-      Effect.catchTag("SessionClosed", () => Effect.void)
+      Effect.ignore
     )
   }
   return supervised

@@ -4,12 +4,16 @@
  *
  * A `result` is not the end: while background tasks run the CLI reports
  * `result` and even `idle`, then a task notification starts a follow-up with
- * a second `result`. The turn ends at an `idle` with no background task live.
+ * a second `result`. A turn ends at an `idle` with none of its own background
+ * tasks live (or at `result`, on a CLI that prints no state events), and waits
+ * for its tasks only up to a bound. Work the CLI starts by itself while no
+ * turn is live is a turn too, of origin `cli`. The rules are in `TurnTracker`.
  */
 import type { CliMessage, Lenient } from "@skein/protocol"
 import type * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { TurnError } from "./SessionError.js"
+import type { EndReason, Origin } from "./TurnTracker.js"
 
 /** Every message and diagnostic the session saw, in order. */
 export type SessionEvent = Lenient.Decoded<CliMessage.CliMessage>
@@ -34,11 +38,17 @@ export interface TurnSummary {
   readonly interrupted: boolean
   /** True when a result reported an error. */
   readonly isError: boolean
+  /** `host` for a turn `send` began; `cli` for one the CLI began by itself (a task's follow-up). */
+  readonly origin: Origin
+  readonly endReason: EndReason
+  /** Background tasks this turn started that were still running when it ended. */
+  readonly liveTasks: ReadonlyArray<string>
 }
 
 export interface Turn {
-  /** Numbered from 1 in the order of `send`. */
+  /** Host turns are numbered from 1 in the order of `send`; CLI turns from 1 in their own order. */
   readonly index: number
+  readonly origin: Origin
   /**
    * This turn's events, from its send to its end, without the answers to the
    * host's own control requests (those are on `subscribe`). Fails if the CLI exits first.
@@ -55,10 +65,11 @@ export const emptyUsage: TurnUsage = {
   cacheCreationInputTokens: 0
 }
 
+/** The part of a summary that follows from a turn's results. */
 export const summarize = (
   results: ReadonlyArray<CliMessage.Result>,
   options: { readonly costBefore: number; readonly interrupted: boolean }
-): TurnSummary => {
+): Omit<TurnSummary, "origin" | "endReason" | "liveTasks"> => {
   const usage = results.reduce<TurnUsage>((u, r) => ({
     inputTokens: u.inputTokens + r.usage.input_tokens,
     outputTokens: u.outputTokens + r.usage.output_tokens,

@@ -23,50 +23,28 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import { ProcessHost, type Task, TaskManager } from "@skein/kernel"
 import type { Anthropic } from "@skein/protocol"
-import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
-import { Clock, Context, Deferred, Duration, Effect, Exit, Option, Schema, type Scope, Stream } from "effect"
+import { SessionIndex, TranscriptStore } from "@skein/store"
+import { Deferred, type Duration, Effect, type Scope } from "effect"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
-import * as Internal from "./internal/worker.js"
+import * as ForkLaunch from "./internal/forkLaunch.js"
+import type { WorkerError } from "./internal/workerError.js"
+import * as WorkerHandle from "./internal/workerHandle.js"
+import * as WorkerPool from "./internal/workerPool.js"
+import * as WorkerRun from "./internal/workerRun.js"
+import * as WorkerTeardown from "./internal/workerTeardown.js"
 import { Permissions } from "./Permissions.js"
-import * as Session from "./Session.js"
+import type * as Session from "./Session.js"
 import type { RequestError, TurnError } from "./SessionError.js"
-import { emptyUsage, type TurnUsage } from "./Turn.js"
+import type { TurnUsage } from "./Turn.js"
+import type { SidechainMisplaced } from "./internal/workerError.js"
 
 // ---------------------------------------------------------------------------
 // Errors
 // ---------------------------------------------------------------------------
 
-/** The worker's task ended (killed, or its runtime stopped) before it had a result. */
-export class WorkerKilled extends Schema.TaggedError<WorkerKilled>()("WorkerKilled", {
-  taskId: Schema.String,
-  status: Schema.String
-}) {}
-
-/** The worker ran past its `timeout`; its process was stopped. */
-export class WorkerTimeout extends Schema.TaggedError<WorkerTimeout>()("WorkerTimeout", {
-  taskId: Schema.String,
-  timeoutMillis: Schema.Number
-}) {}
-
-/** The worker failed: it could not start, its CLI exited mid-turn, or its sidechain could not be written. */
-export class WorkerFailed extends Schema.TaggedError<WorkerFailed>()("WorkerFailed", {
-  taskId: Schema.String,
-  /** `_tag` of the underlying error, e.g. `CliExited`. */
-  reason: Schema.String,
-  message: Schema.String
-}) {}
-
-/**
- * The TranscriptStore's root is not the parent CLI's config folder: the
- * sidechain would land beside another session. Give both the same root.
- */
-export class SidechainMisplaced extends Schema.TaggedError<SidechainMisplaced>()("SidechainMisplaced", {
-  expected: Schema.String,
-  actual: Schema.String
-}) {}
-
-export type WorkerError = WorkerKilled | WorkerTimeout | WorkerFailed
+export { SidechainMisplaced, WorkerFailed, WorkerKilled, WorkerTimeout } from "./internal/workerError.js"
+export type { WorkerError } from "./internal/workerError.js"
 
 // ---------------------------------------------------------------------------
 // Options and shapes
@@ -213,21 +191,15 @@ export const defaultConcurrency = 4
 // Implementation
 // ---------------------------------------------------------------------------
 
-interface Entry {
-  readonly worker: Worker
-  readonly started: Deferred.Deferred<Session.Session, WorkerError>
-}
-
-const failedWith = (taskId: string) => (error: { readonly _tag: string; readonly message: string }): WorkerError =>
-  error instanceof WorkerTimeout || error instanceof WorkerKilled || error instanceof WorkerFailed
-    ? error
-    : new WorkerFailed({ taskId, reason: error._tag, message: error.message })
-
 /**
  * The workers of `parent`, for as long as the current scope: make it in the
  * parent's scope, after `Session.start`, so that closing it kills every
  * worker first. Interactive workers share the Permissions, Hooks and
  * Elicitation services in context here.
+ *
+ * The parts live in `internal/`: a fork's launch (`forkLaunch`), its task's
+ * work (`workerRun`), the handle its caller gets (`workerHandle`), the
+ * bounded kill (`workerTeardown`) and the pool's bookkeeping (`workerPool`).
  */
 export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, options: PoolOptions) {
   const tasks = yield* TaskManager.TaskManager
@@ -235,256 +207,47 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
   const host = yield* ProcessHost.ProcessHost
   const fs = yield* FileSystem.FileSystem
   const index = yield* Effect.serviceOption(SessionIndex.SessionIndex)
-  const shared = {
+  const shared: ForkLaunch.SharedHandlers = {
     permissions: yield* Effect.serviceOption(Permissions),
     hooks: yield* Effect.serviceOption(Hooks),
     elicitation: yield* Effect.serviceOption(Elicitation)
   }
   const concurrency = Math.max(1, options.concurrency ?? defaultConcurrency)
   const slots = yield* Effect.makeSemaphore(concurrency)
-  const entries = new Map<string, Entry>()
+  const entries = new Map<string, WorkerPool.Entry>()
   const launch = options.launch
-
-  const killAll = Effect.suspend(() =>
-    Effect.forEach(Array.from(entries.values()), (entry) => entry.worker.kill, { concurrency: "unbounded", discard: true })
-  )
+  const stopBound = WorkerTeardown.stopBound(launch.stopTimeouts)
 
   const poolScope = yield* Effect.scope
-  yield* Effect.addFinalizer(() => killAll)
-
-  /** The worker session's services: its own policy, or the parent's handlers for `interactive`; never the parent's TaskManager. */
-  const workerContext = (fork: ForkOptions) => {
-    let context = Context.make(ProcessHost.ProcessHost, host)
-    if (fork.mode === "interactive") {
-      if (Option.isSome(shared.permissions)) context = Context.add(context, Permissions, shared.permissions.value)
-      if (Option.isSome(shared.hooks)) context = Context.add(context, Hooks, shared.hooks.value)
-      if (Option.isSome(shared.elicitation)) context = Context.add(context, Elicitation, shared.elicitation.value)
-    } else if (fork.permissions !== undefined) {
-      context = Context.add(context, Permissions, fork.permissions)
-    }
-    return context
-  }
+  yield* Effect.addFinalizer(() => WorkerPool.killAll(entries))
 
   const fork = (fork: ForkOptions) =>
     Effect.gen(function*() {
-      const parentSessionId = yield* parent.sessionId
-      const parentState = yield* parent.state.get
-      const mode: Mode = fork.mode ?? "isolated"
-      const agentId = fork.mode === "custom" ? Internal.fileSafe(fork.agentId) : Internal.agentId(fork.label)
-      const sessionId = Internal.uuid()
-      const cwd = yield* TranscriptLayout.canonicalCwd(launch.cwd).pipe(Effect.provideService(FileSystem.FileSystem, fs))
-      const parentPaths = store.layout.session(cwd, parentSessionId)
-      if (parentState.transcriptPath !== undefined && parentState.transcriptPath !== parentPaths.transcript) {
-        return yield* new SidechainMisplaced({ expected: parentState.transcriptPath, actual: parentPaths.transcript })
-      }
-      const sidechain = parentPaths.subagent(agentId)
-      const transcriptPath = store.layout.session(cwd, sessionId).transcript
-      const sessionOptions = Internal.sessionOptions(launch, {
-        model: fork.mode === "custom" ? fork.model : undefined,
-        tools: fork.mode === "custom" ? fork.tools : undefined,
-        permissionMode: fork.permissionMode,
-        allowedTools: fork.allowedTools,
-        disallowedTools: fork.disallowedTools,
-        maxTurns: fork.maxTurns
-      }, { parentSessionId, sessionId })
-      const content: string | ReadonlyArray<Anthropic.ContentBlock> =
-        fork.mode === "custom" && fork.initialMessages !== undefined && fork.initialMessages.length > 0
-          ? [...fork.initialMessages, fork.prompt].flatMap((part): ReadonlyArray<Anthropic.ContentBlock> =>
-            typeof part === "string" ? [{ type: "text", text: part }] : part
-          )
-          : fork.prompt
+      const plan = yield* ForkLaunch.plan(parent, launch, fork).pipe(
+        Effect.provideService(TranscriptStore.TranscriptStore, store),
+        Effect.provideService(FileSystem.FileSystem, fs)
+      )
       const started = yield* Deferred.make<Session.Session, WorkerError>()
       const outcome = yield* Deferred.make<WorkerResult, WorkerError>()
-      const chain: Internal.ChainContext = { parentSessionId, agentId, cwd }
-
-      const run = (context: TaskManager.TaskContext) =>
-        Effect.scoped(Effect.gen(function*() {
-          const taskId = context.id
-          yield* context.progress({ summary: "waiting for a worker slot" })
-          yield* Effect.acquireRelease(slots.take(1), () => slots.release(1))
-          const work = Effect.gen(function*() {
-            if (Option.isSome(index)) {
-              // Losing the mark only lets the fork show up in listings: no reason to fail the worker.
-              yield* index.value.markWorker(sessionId, { parentSessionId, label: fork.label }).pipe(
-                Effect.catchAll((error) => Effect.logWarning(`could not mark worker session ${sessionId}`, error))
-              )
-            }
-            const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-            const writer = yield* store.openSidechain({
-              cwd,
-              sessionId: parentSessionId,
-              agentId,
-              meta: {
-                agentType: "fork",
-                mode,
-                label: fork.label,
-                description: fork.description ?? fork.label,
-                taskId,
-                parentSessionId,
-                workerSessionId: sessionId,
-                workerTranscriptPath: transcriptPath,
-                createdAt: now
-              }
-            })
-            const session = yield* Session.start(sessionOptions).pipe(
-              // Not the caller's handlers or TaskManager: only what this mode gives the worker.
-              Effect.mapInputContext((inherited: Context.Context<Scope.Scope>) =>
-                Context.merge(
-                  Context.omit(Permissions, Hooks, Elicitation, TaskManager.TaskManager)(inherited),
-                  workerContext(fork)
-                )
-              )
-            )
-            yield* Deferred.succeed(started, session)
-            yield* context.progress({ summary: "running" })
-            const promptUuid = Internal.uuid()
-            yield* writer.append(Internal.promptEntry(chain, content, { uuid: promptUuid, timestamp: now }))
-            let last: string | null = promptUuid
-            const turn = yield* session.send(content)
-            yield* turn.events.pipe(
-              Stream.runForEach((event) =>
-                Effect.gen(function*() {
-                  yield* context.heartbeat
-                  yield* context.append(Internal.outputLine(event))
-                  if (event._tag !== "Message") return
-                  const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-                  const entry = Internal.chainEntry(chain, event.message, { parentUuid: last, timestamp })
-                  if (entry === undefined) return
-                  yield* writer.append(entry)
-                  last = entry.uuid
-                })
-              )
-            )
-            const summary = yield* turn.result
-            // Its work is done: let the CLI finish its file and exit on its own.
-            yield* session.end
-            const exit = yield* session.exit.pipe(Effect.timeoutOption(Duration.seconds(5)))
-            const final = summary.results.at(-1)
-            const result: WorkerResult = {
-              taskId,
-              label: fork.label,
-              agentId,
-              mode,
-              sessionId,
-              parentSessionId,
-              text: summary.text,
-              usage: summary.usage,
-              costUsd: summary.costUsd,
-              subtype: final?.subtype,
-              isError: summary.isError,
-              interrupted: summary.interrupted,
-              stopReason: summary.stopReason,
-              exit: Option.match(exit, {
-                onNone: () => ({ code: null, signal: null }),
-                onSome: (status) => ({ code: status.code, signal: status.signal })
-              }),
-              transcriptPath,
-              sidechainPath: sidechain.transcript
-            }
-            return result
-          })
-          return yield* fork.timeout === undefined ? work : work.pipe(
-            Effect.timeoutFail({
-              duration: fork.timeout,
-              onTimeout: () =>
-                new WorkerTimeout({ taskId, timeoutMillis: Duration.toMillis(Duration.decode(fork.timeout ?? 0)) })
-            })
-          )
-        })).pipe(
-          Effect.mapError(failedWith(context.id)),
-          Effect.onExit((exit) => {
-            const failure: Exit.Exit<WorkerResult, WorkerError> = Exit.isSuccess(exit) || !Exit.isInterrupted(exit)
-              ? exit
-              : Exit.fail(new WorkerKilled({ taskId: context.id, status: "killed" }))
-            const notStarted: Exit.Exit<Session.Session, WorkerError> = Exit.isSuccess(failure)
-              ? Exit.fail(
-                new WorkerFailed({ taskId: context.id, reason: "NotStarted", message: "the worker ended before its process started" })
-              )
-              : Exit.failCause(failure.cause)
-            return Deferred.done(outcome, failure).pipe(Effect.zipRight(Deferred.done(started, notStarted)))
-          })
-        )
-
-      const record = yield* tasks.spawn("local_agent", { description: fork.description ?? fork.label }, run)
-      const taskId = record.id
-      const ended = tasks.await(taskId).pipe(Effect.orDie)
-      /** The deferred's outcome, or the task's end if its work never ran. */
-      const orEnded = <A>(deferred: Deferred.Deferred<A, WorkerError>) =>
-        Effect.raceFirst(
-          Deferred.await(deferred),
-          ended.pipe(
-            Effect.zipRight(Deferred.poll(deferred)),
-            Effect.flatMap(Option.match({
-              onSome: (value) => value,
-              onNone: () => Effect.flatMap(ended, (r) => Effect.fail(new WorkerKilled({ taskId, status: r.status })))
-            }))
-          )
-        )
-      const kill = tasks.kill(taskId).pipe(Effect.catchAll(() => ended))
-      const worker: Worker = {
-        taskId,
-        label: fork.label,
-        agentId,
-        mode,
-        sessionId,
-        parentSessionId,
-        transcriptPath,
-        sidechainPath: sidechain.transcript,
-        metaPath: sidechain.meta,
-        session: orEnded(started),
-        result: ended.pipe(Effect.zipRight(orEnded(outcome))),
-        record: ended,
-        kill,
-        interrupt: Effect.gen(function*() {
-          const session = yield* orEnded(started)
-          yield* session.interrupt
-          if (mode === "interactive") yield* parent.interrupt
-        })
-      }
-      entries.set(taskId, { worker, started })
+      // The worker's session spawns through this host, so a stuck kill can still reach its process.
+      const hold = yield* WorkerTeardown.makeHold
+      const services = ForkLaunch.services(fork, WorkerTeardown.holding(host, hold), shared)
+      const run = WorkerRun.run({ plan, slots, store, index, services, started, outcome })
+      const record = yield* tasks.spawn("local_agent", { description: plan.description }, run)
+      const worker = WorkerHandle.make({ plan, taskId: record.id, tasks, parent, started, outcome, hold, stopBound })
+      entries.set(record.id, { worker, started })
       // In the pool's own scope the pool's finalizer kills it, with all the others at once.
-      if ((yield* Effect.scope) !== poolScope) yield* Effect.addFinalizer(() => kill)
+      if ((yield* Effect.scope) !== poolScope) yield* Effect.addFinalizer(() => worker.kill)
       return worker
     }).pipe(Effect.withSpan("Worker.fork", { attributes: { label: fork.label, mode: fork.mode ?? "isolated" } }))
-
-  const costs = Effect.gen(function*() {
-    const parentState = yield* parent.state.get
-    const workers: Array<WorkerCost> = []
-    for (const entry of entries.values()) {
-      const status = (yield* Effect.orDie(tasks.get(entry.worker.taskId))).status
-      const session = yield* Deferred.poll(entry.started)
-      const state = Option.isSome(session)
-        ? yield* Effect.option(Effect.flatMap(session.value, (s) => s.state.get))
-        : Option.none()
-      const counters = Option.map(state, (s) => s.counters)
-      workers.push({
-        taskId: entry.worker.taskId,
-        label: entry.worker.label,
-        status,
-        costUsd: Option.match(counters, { onNone: () => 0, onSome: (c) => c.costUsd }),
-        usage: Option.match(counters, {
-          onNone: () => emptyUsage,
-          onSome: (c) => ({
-            inputTokens: c.inputTokens,
-            outputTokens: c.outputTokens,
-            cacheReadInputTokens: c.cacheReadInputTokens,
-            cacheCreationInputTokens: c.cacheCreationInputTokens
-          })
-        })
-      })
-    }
-    const workersUsd = workers.reduce((sum, w) => sum + w.costUsd, 0)
-    const parentUsd = parentState.counters.costUsd
-    return { parentUsd, workersUsd, totalUsd: parentUsd + workersUsd, workers } satisfies Costs
-  })
 
   const workers: Workers = {
     parent,
     concurrency,
     fork,
     workers: Effect.sync(() => Array.from(entries.values(), (entry) => entry.worker)),
-    interrupt: killAll.pipe(Effect.zipRight(parent.interrupt)),
-    costs
+    interrupt: WorkerPool.killAll(entries).pipe(Effect.zipRight(parent.interrupt)),
+    costs: WorkerPool.costs(parent, entries, tasks)
   }
   return workers
 })

@@ -1,0 +1,176 @@
+/**
+ * CLI → host requests: `can_use_tool`, `hook_callback`, `elicitation`, and
+ * whatever else the CLI asks. The CLI waits for every answer, so each request
+ * runs in a fiber of its own, keyed by its id: a `control_cancel_request`
+ * interrupts it (and nothing is written), and every other request gets an
+ * answer, an error at worst.
+ */
+import type { Control, Json } from "@skein/protocol"
+import { Control as ControlMessages, type HostMessage } from "@skein/protocol"
+import { Cause, Duration, Effect, FiberMap, Option, type Scope, SubscriptionRef } from "effect"
+import type { Elicitation } from "../Elicitation.js"
+import type { Hooks } from "../Hooks.js"
+import { defaultTimeout as defaultPermissionTimeout, deny, type PermissionDecision, type Permissions } from "../Permissions.js"
+import type * as SessionState from "../SessionState.js"
+
+/**
+ * What the CLI is told when the host has no `Permissions` service: a denial
+ * that names what is missing, so it shows in the tool result and the transcript.
+ */
+export const noPermissionHandler =
+  "Denied by skein: this host has no permission handler (provide a Permissions service to the session to allow tool use that needs approval)."
+
+export const unsupported = (subtype: string) => `unsupported_request: this host does not handle ${subtype}`
+
+export interface Services {
+  readonly permissions: Option.Option<Permissions["Type"]>
+  readonly hooks: Option.Option<Hooks["Type"]>
+  readonly elicitation: Option.Option<Elicitation["Type"]>
+}
+
+export interface CliRequests {
+  /** The `hooks` field of `initialize`: one callback id per registration. */
+  readonly hookConfig: Readonly<Record<string, ReadonlyArray<Control.HookMatcher>>> | undefined
+  readonly onRequest: (message: Control.CliRequest) => Effect.Effect<void>
+  /** A request of a kind this host does not know still gets an answer. */
+  readonly onUnknown: (json: Json.JsonObject, subtype: string | undefined) => Effect.Effect<void>
+  readonly onCancel: (requestId: string) => Effect.Effect<void>
+  /** Requests being answered now: while there are any, the CLI waits on the host. */
+  readonly inFlight: Effect.Effect<number>
+  /** Interrupts every request being answered. */
+  readonly clear: Effect.Effect<void>
+}
+
+type Registration = Hooks["Type"]["registrations"][number]
+
+const hookRegistry = (hooks: Option.Option<Hooks["Type"]>) => {
+  const handlers = new Map<string, Registration>()
+  const config: Record<string, Array<Control.HookMatcher>> = {}
+  for (const registration of Option.match(hooks, { onNone: () => [], onSome: (h) => h.registrations })) {
+    const id = `hook_${handlers.size + 1}`
+    handlers.set(id, registration)
+    const matchers = config[registration.event] ?? (config[registration.event] = [])
+    matchers.push({
+      hookCallbackIds: [id],
+      ...(registration.matcher === undefined ? {} : { matcher: registration.matcher }),
+      ...(registration.timeout === undefined ? {} : { timeout: registration.timeout })
+    })
+  }
+  return { handlers, config: handlers.size === 0 ? undefined : config }
+}
+
+export const make = (options: {
+  readonly services: Services
+  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly write: (message: HostMessage.HostMessage) => Effect.Effect<void, unknown>
+}): Effect.Effect<CliRequests, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { services, state, write } = options
+    const fibers = yield* FiberMap.make<string>()
+    const hooks = hookRegistry(services.hooks)
+
+    const answer = (requestId: string, effect: Effect.Effect<Json.JsonObject>) =>
+      effect.pipe(
+        Effect.flatMap((response) => write(ControlMessages.success(requestId, response))),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.void
+            : write(ControlMessages.error(requestId, Cause.pretty(cause)))
+        ),
+        Effect.ignore
+      )
+
+    const decide = (requestId: string, request: Control.CanUseTool): Effect.Effect<PermissionDecision> =>
+      Option.match(services.permissions, {
+        onNone: () => Effect.succeed(deny(noPermissionHandler)),
+        onSome: (policy) => {
+          const timeout = policy.timeout ?? defaultPermissionTimeout
+          return Effect.flatMap(SubscriptionRef.get(state), (s) =>
+            policy.canUseTool({
+              sessionId: s.sessionId,
+              requestId,
+              toolName: request.tool_name,
+              toolUseId: request.tool_use_id,
+              input: request.input,
+              request
+            })).pipe(
+              Effect.timeoutTo({
+                duration: timeout,
+                onSuccess: (decision) => decision,
+                onTimeout: () =>
+                  deny(`The permission request for ${request.tool_name} timed out after ${Duration.format(timeout)}; denied.`)
+              })
+            )
+        }
+      })
+
+    const pendingOf = (requestId: string, request: Control.CanUseTool): SessionState.PendingPermission => ({
+      requestId,
+      toolName: request.tool_name,
+      toolUseId: request.tool_use_id,
+      input: request.input
+    })
+
+    const canUseTool = (requestId: string, request: Control.CanUseTool) =>
+      SubscriptionRef.update(state, (s) => ({ ...s, pendingPermissions: [...s.pendingPermissions, pendingOf(requestId, request)] })).pipe(
+        Effect.zipRight(decide(requestId, request)),
+        // The CLI runs the tool with `updatedInput`; an allow without one means "as asked".
+        Effect.map((decision): Json.JsonObject =>
+          decision.behavior === "allow" && decision.updatedInput === undefined
+            ? { ...decision, updatedInput: request.input }
+            : { ...decision }
+        ),
+        Effect.ensuring(SubscriptionRef.update(state, (s) => ({
+          ...s,
+          pendingPermissions: s.pendingPermissions.filter((p) => p.requestId !== requestId)
+        })))
+      )
+
+    const hookCallback = (request: Control.HookCallback) =>
+      Effect.suspend(() => {
+        const registration = hooks.handlers.get(request.callback_id)
+        if (registration === undefined) return Effect.dieMessage(`no hook registered as ${request.callback_id}`)
+        return SubscriptionRef.get(state).pipe(
+          Effect.flatMap((s) => registration.handle(request.input, { sessionId: s.sessionId, toolUseId: request.tool_use_id })),
+          Effect.map((output): Json.JsonObject => ({ ...output }))
+        )
+      })
+
+    const elicit = (request: Control.Elicitation) =>
+      Option.match(services.elicitation, {
+        onNone: () => Effect.succeed<Control.ElicitationResult>({ action: "decline" }),
+        onSome: (service) => service.elicit(request)
+      }).pipe(Effect.map((result): Json.JsonObject => ({ ...result })))
+
+    const refuse = (requestId: string, subtype: string) =>
+      write(ControlMessages.error(requestId, unsupported(subtype))).pipe(Effect.ignore)
+
+    const run = (requestId: string, effect: Effect.Effect<Json.JsonObject>) =>
+      FiberMap.run(fibers, requestId, answer(requestId, effect)).pipe(Effect.asVoid)
+
+    const onRequest = ({ request, request_id: requestId }: Control.CliRequest): Effect.Effect<void> => {
+      switch (request.subtype) {
+        case "can_use_tool":
+          return run(requestId, canUseTool(requestId, request))
+        case "hook_callback":
+          return run(requestId, hookCallback(request))
+        case "elicitation":
+          return run(requestId, elicit(request))
+        case "mcp_message":
+        case "request_user_dialog":
+          return refuse(requestId, request.subtype)
+      }
+    }
+
+    return {
+      hookConfig: hooks.config,
+      onRequest,
+      onUnknown: (json, subtype) => {
+        const requestId = json["request_id"]
+        return typeof requestId === "string" ? refuse(requestId, subtype ?? "an unknown request") : Effect.void
+      },
+      onCancel: (requestId) => FiberMap.remove(fibers, requestId),
+      inFlight: FiberMap.size(fibers),
+      clear: FiberMap.clear(fibers)
+    } satisfies CliRequests
+  })

@@ -1,0 +1,56 @@
+/**
+ * The one reader of the CLI's stdout: decode, fold into the state, append to
+ * the event log, publish, then hand the event on.
+ *
+ * It races the leader's exit: a descendant that inherited stdout can keep the
+ * pipe open long after the CLI is gone, so once the leader exits, stdout is
+ * drained for at most `drainGrace` and the reader returns how the CLI ended.
+ */
+import type { ProcessHost } from "@skein/kernel"
+import { type Json, StreamJson } from "@skein/protocol"
+import type { EventLog } from "@skein/store"
+import { Clock, type Duration, Effect, Fiber, PubSub, Stream, SubscriptionRef } from "effect"
+import * as SessionState from "../SessionState.js"
+import type { SessionEvent } from "../Turn.js"
+
+export interface Options {
+  readonly child: ProcessHost.ChildProcess
+  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly events: PubSub.PubSub<SessionEvent>
+  readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
+  /** How an event is kept in the event log. */
+  readonly record: (event: SessionEvent) => Json.JsonObject
+  /** Runs after the event is published: control routing, turns. */
+  readonly dispatch: (event: SessionEvent) => Effect.Effect<void>
+  readonly drainGrace: Duration.DurationInput
+}
+
+/** Folds, records and publishes one event, then dispatches it. */
+const onEvent = (options: Options) => (event: SessionEvent) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    yield* SubscriptionRef.update(options.state, (s) =>
+      event._tag === "Message" ? SessionState.apply(s, event.message, now) : { ...s, lastSeenAt: now })
+    if (options.eventLog !== undefined) {
+      yield* options.eventLog.append(options.record(event)).pipe(
+        Effect.catchAll((error) => Effect.logWarning("Session: the event log refused an event", error))
+      )
+    }
+    yield* PubSub.publish(options.events, event)
+    yield* options.dispatch(event)
+  })
+
+/** Reads stdout until the CLI is gone; returns how it ended. */
+export const run = (options: Options): Effect.Effect<ProcessHost.ExitStatus> =>
+  Effect.gen(function*() {
+    const reading = yield* StreamJson.decodeStdout(options.child.stdout).pipe(
+      Stream.runForEach(onEvent(options)),
+      Effect.fork
+    )
+    const status = yield* options.child.await
+    // What the CLI printed before it exited still counts, but a pipe held open by a descendant must not hold the session.
+    yield* Fiber.await(reading).pipe(Effect.timeout(options.drainGrace), Effect.ignore)
+    yield* Fiber.interrupt(reading)
+    yield* SubscriptionRef.update(options.state, (s) => ({ ...s, status: "exited" as const }))
+    return status
+  })

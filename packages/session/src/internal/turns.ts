@@ -1,0 +1,204 @@
+/**
+ * Runs the turn tracker over the live bus: keeps the turns' records, writes
+ * each host turn's user message when the tracker says so, routes every event
+ * to the turn it belongs to, runs the tracker's timers, and resolves each
+ * turn once. Every step of the tracker happens under one lock, in the
+ * reader's order, so an event and the boundary it causes are never reordered.
+ */
+import type { Anthropic, CliMessage } from "@skein/protocol"
+import {
+  Deferred,
+  Duration,
+  Effect,
+  FiberMap,
+  Mailbox,
+  Option,
+  PubSub,
+  type Queue,
+  Ref,
+  type Scope
+} from "effect"
+import type { SessionClosed, TurnError } from "../SessionError.js"
+import { type SessionEvent, summarize, type Turn, type TurnSummary } from "../Turn.js"
+import * as TurnTracker from "./turnTracker.js"
+
+export type Content = string | ReadonlyArray<Anthropic.ContentBlock>
+
+export interface Turns {
+  /** Queues a host turn; it is written when the CLI is free. */
+  readonly send: (content: Content) => Effect.Effect<Turn, TurnError>
+  /** Steps the tracker with a stdout message and routes `event` to its turn. */
+  readonly onMessage: (message: CliMessage.CliMessage, event: SessionEvent) => Effect.Effect<void>
+  /** Routes an event that is not a message (unknown, diagnostic) to the live turn. */
+  readonly onOther: (event: SessionEvent) => Effect.Effect<void>
+  /** Marks the live turn interrupted; false when no turn is live. */
+  readonly interrupt: Effect.Effect<boolean>
+  /** Every turn from the moment of subscription on, host and CLI-initiated. */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Turn>, never, Scope.Scope>
+  /** Whether a turn is live: the CLI is working, or a host turn waits to be written. */
+  readonly busy: Effect.Effect<boolean>
+  /** Fails every turn not yet ended, queued ones included. */
+  readonly failAll: (error: TurnError) => Effect.Effect<void>
+}
+
+export interface Options {
+  readonly tracker: TurnTracker.Options
+  /** Writes a host turn's user message. A failure is left to the reader, which sees the exit. */
+  readonly writeUser: (content: Content) => Effect.Effect<void, unknown>
+  /** The session's cumulative cost now: a turn's cost is the difference at its end. */
+  readonly cost: Effect.Effect<number>
+  /** Set once the session has ended. */
+  readonly ended: Effect.Effect<Option.Option<TurnError>>
+  readonly closed: SessionClosed
+}
+
+interface TurnRecord {
+  readonly index: number
+  readonly origin: TurnTracker.Origin
+  readonly content: Content | undefined
+  readonly events: Mailbox.Mailbox<SessionEvent, TurnError>
+  readonly done: Deferred.Deferred<TurnSummary, TurnError>
+  readonly costBefore: Ref.Ref<number>
+}
+
+const publicTurn = (record: TurnRecord): Turn => ({
+  index: record.index,
+  origin: record.origin,
+  events: Mailbox.toStream(record.events),
+  result: Deferred.await(record.done)
+})
+
+/** Answers to the host's own requests are plumbing, not part of any turn. */
+const belongsToTurn = (event: SessionEvent) => !(event._tag === "Message" && event.message.type === "control_response")
+
+export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const lock = yield* Effect.makeSemaphore(1)
+    const tracker = yield* Ref.make(TurnTracker.initial(options.tracker))
+    const timers = yield* FiberMap.make<string>()
+    const announced = yield* PubSub.unbounded<Turn>()
+    /** Host turns by number; CLI turns under their negated number. Queued ones included. */
+    const records = new Map<number, TurnRecord>()
+    let current: TurnRecord | undefined
+    let sent = 0
+
+    const key = (origin: TurnTracker.Origin, turn: number) => origin === "host" ? turn : -turn
+
+    const newRecord = (index: number, origin: TurnTracker.Origin, content: Content | undefined) =>
+      Effect.gen(function*() {
+        return {
+          index,
+          origin,
+          content,
+          events: yield* Mailbox.make<SessionEvent, TurnError>(),
+          done: yield* Deferred.make<TurnSummary, TurnError>(),
+          costBefore: yield* Ref.make(0)
+        } satisfies TurnRecord
+      })
+
+    const ended = (record: TurnRecord, output: Extract<TurnTracker.Output, { _tag: "TurnEnded" }>) =>
+      Effect.gen(function*() {
+        records.delete(key(record.origin, record.index))
+        if (current === record) current = undefined
+        const summary = summarize(output.results, {
+          costBefore: yield* Ref.get(record.costBefore),
+          interrupted: output.interrupted
+        })
+        yield* record.events.end
+        yield* Deferred.succeed(record.done, {
+          ...summary,
+          origin: record.origin,
+          endReason: output.reason,
+          liveTasks: output.liveTasks
+        })
+      })
+
+    const apply = (output: TurnTracker.Output): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        switch (output._tag) {
+          case "WriteUser": {
+            const content = records.get(output.turn)?.content
+            if (content !== undefined) yield* options.writeUser(content).pipe(Effect.ignore, Effect.forkIn(scope))
+            return
+          }
+          case "TurnStarted": {
+            const record = output.origin === "host"
+              ? records.get(output.turn)
+              : yield* newRecord(output.turn, "cli", undefined)
+            if (record === undefined) return
+            records.set(key(record.origin, record.index), record)
+            yield* Ref.set(record.costBefore, yield* options.cost)
+            current = record
+            yield* PubSub.publish(announced, publicTurn(record))
+            return
+          }
+          case "TurnEnded": {
+            const record = records.get(key(output.origin, output.turn))
+            if (record !== undefined) yield* ended(record, output)
+            return
+          }
+          case "SetTimer": {
+            const fire = feed({ _tag: "TimerFired", timer: output.timer, serial: output.serial })
+            yield* FiberMap.run(timers, `${output.timer}:${output.serial}`, Effect.zipRight(Effect.sleep(Duration.millis(output.millis)), fire))
+            return
+          }
+          case "ClearTimer":
+            return yield* FiberMap.remove(timers, `${output.timer}:${output.serial}`)
+        }
+      })
+
+    /** One tracker step and its outputs; `route` runs where the event belongs (see `onMessage`). */
+    const stepWith = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const prior = current
+        const outputs = yield* Ref.modify(tracker, (s) => {
+          const [next, out] = TurnTracker.step(s, input)
+          return [out, next]
+        })
+        // An event belongs to the turn that was live when it came, else to one it started.
+        if (prior !== undefined && route !== undefined) yield* route(prior)
+        yield* Effect.forEach(outputs, apply, { discard: true })
+        if (prior === undefined && current !== undefined && route !== undefined) yield* route(current)
+      }))
+
+    const feed = (input: TurnTracker.Input) => stepWith(input)
+
+    const offer = (event: SessionEvent) => (record: TurnRecord) =>
+      belongsToTurn(event) ? Effect.asVoid(record.events.offer(event)) : Effect.void
+
+    const send = (content: Content) =>
+      Effect.gen(function*() {
+        const end = yield* options.ended
+        if (Option.isSome(end)) return yield* Effect.fail(end.value)
+        const record = yield* newRecord(++sent, "host", content)
+        records.set(record.index, record)
+        yield* feed({ _tag: "Send", turn: record.index })
+        return publicTurn(record)
+      }).pipe(Effect.withSpan("Session.send"))
+
+    const failAll = (error: TurnError) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        yield* Ref.update(tracker, (s) => TurnTracker.step(s, { _tag: "Exited" })[0])
+        yield* FiberMap.clear(timers)
+        const open = [...records.values()]
+        records.clear()
+        current = undefined
+        for (const record of open) {
+          yield* record.events.fail(error)
+          yield* Deferred.fail(record.done, error)
+        }
+      }))
+
+    return {
+      send,
+      onMessage: (message, event) => stepWith({ _tag: "Message", message }, offer(event)),
+      onOther: (event) => lock.withPermits(1)(current === undefined ? Effect.void : offer(event)(current)),
+      interrupt: lock.withPermits(1)(Effect.sync(() => current !== undefined)).pipe(
+        Effect.tap((live) => live ? feed({ _tag: "Interrupt" }) : Effect.void)
+      ),
+      subscribe: PubSub.subscribe(announced),
+      busy: Effect.map(Ref.get(tracker), (s) => s.active !== undefined || s.queue.length > 0),
+      failAll
+    } satisfies Turns
+  })
