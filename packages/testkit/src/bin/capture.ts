@@ -104,7 +104,6 @@ const session = Effect.fn("capture.session")(function*(options: {
     yield* run.closeStdin
     yield* Fiber.join(reader)
     yield* run.exitCode
-    if (options?.transcript === true) saveTranscript(run.configDir, name)
     // What the CLI asked the model, for whoever reads the capture log.
     for (const request of yield* model.requests) {
       const body = Option.getOrUndefined(request.messagesRequest)
@@ -117,6 +116,7 @@ const session = Effect.fn("capture.session")(function*(options: {
     if (requestsDir !== undefined) {
       Fs.writeFileSync(Path.join(requestsDir, `${name}.requests.json`), JSON.stringify(yield* model.requests, null, 2))
     }
+    if (options?.transcript === true) saveTranscript(run.configDir, name)
     return Buffer.concat(Chunk.toReadonlyArray(yield* Ref.get(bytes)))
   })
   return { model, run, waitFor, settle, maybe, finish }
@@ -126,10 +126,13 @@ const session = Effect.fn("capture.session")(function*(options: {
 const saveTranscript = (configDir: string, name: string) => {
   const projects = Path.join(configDir, "projects")
   const files = Fs.readdirSync(projects, { recursive: true, encoding: "utf8" })
-    .filter((file) => file.endsWith(".jsonl") && !file.includes("subagents"))
-  if (files.length !== 1) throw new Error(`expected one transcript under ${projects}, found ${files.length}`)
-  Fs.mkdirSync(fixtures, { recursive: true })
-  Fs.copyFileSync(Path.join(projects, files[0]!), Path.join(fixtures, `${name}.transcript.jsonl`))
+    // The 2.0 line also keeps agent warm-up sidechains (`agent-<id>.jsonl`) beside the main one.
+    .filter((file) => file.endsWith(".jsonl") && !file.includes("subagents") && !Path.basename(file).startsWith("agent-"))
+  if (files.length !== 1) {
+    throw new Error(`expected one transcript under ${projects}, found ${files.length}: ${files.join(", ")}`)
+  }
+  Fs.mkdirSync(outDir, { recursive: true })
+  Fs.copyFileSync(Path.join(projects, files[0]!), Path.join(outDir, `${name}.transcript.jsonl`))
 }
 
 const isType = (type: string, subtype?: string) => (message: Json) =>
@@ -137,6 +140,13 @@ const isType = (type: string, subtype?: string) => (message: Json) =>
 
 const isControlResponse = (requestId: string) => (message: Json) =>
   message.type === "control_response" && field(message.response, "request_id") === requestId
+
+/** The main conversation's request, streaming or not. */
+const isRetry: FakeModel.RequestMatch = (request) =>
+  Option.match(request.messagesRequest, {
+    onNone: () => false,
+    onSome: (body) => (body.tools?.length ?? 0) > 0 && !FakeModel.isCompaction(request)
+  })
 
 const isIdle = (message: Json) =>
   message.type === "system" && message.subtype === "session_state_changed" && message.state === "idle"
@@ -266,12 +276,16 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
   // (f) one 529 overloaded answer, retried by the CLI; with partial messages; keeps the transcript.
   "retry": Effect.gen(function*() {
     const s = yield* session({
-      replies: [FakeModel.withRetryAfter(FakeModel.overloaded, 50), FakeModel.text("Answered after one retry.")],
+      replies: [
+        FakeModel.withRetryAfter(FakeModel.overloaded, 50),
+        // The 2.0 line retries a failed stream without streaming.
+        FakeModel.matching(FakeModel.text("Answered after one retry."), isRetry)
+      ],
       args: ["--include-partial-messages"]
     })
     yield* s.run.send(ClaudeCli.userMessage("Say something, even if the API is busy."))
     yield* s.waitFor("result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    yield* s.settle
     return yield* s.finish("retry", { transcript: true })
   }).pipe(Effect.orDie),
 
@@ -290,7 +304,7 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
     })
     yield* s.run.send(ClaudeCli.userMessage("Run two commands."))
     yield* s.waitFor("result", isType("result"))
-    yield* s.waitFor("idle", isIdle)
+    yield* s.settle
     return yield* s.finish("two-tools", { transcript: true })
   }).pipe(Effect.orDie)
 }
