@@ -1,0 +1,250 @@
+/**
+ * A session's messages as opencode's `GET /session/:id/message` returns them
+ * (`Array<{info, parts}>`), from the transcript's effective view.
+ *
+ * History runs the same translator as the live stream, over transcript
+ * entries instead of stdout messages, so a turn loaded from the transcript
+ * has the same ids and the same final parts as the turn translated live.
+ */
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { Canonical } from "@skein/protocol"
+import { Anthropic, Lenient, Transcript } from "@skein/protocol"
+import { ResumeLoader } from "@skein/store"
+import * as Effect from "effect/Effect"
+import * as EventTranslator from "./EventTranslator.js"
+import { onAssistant } from "./internal/assistantMessages.js"
+import { finishAssistant } from "./internal/messages.js"
+import * as S from "./internal/state.js"
+import { onCompaction, onUnknownSystem } from "./internal/systemMessages.js"
+import { closeOpen } from "./internal/turns.js"
+import { onUser } from "./internal/userMessages.js"
+
+export interface WithParts {
+  readonly info: Canonical.MessageInfo
+  readonly parts: ReadonlyArray<Canonical.Part>
+}
+
+// ---------------------------------------------------------------------------
+// Folding events into messages
+// ---------------------------------------------------------------------------
+
+interface Mutable {
+  info: Canonical.MessageInfo
+  parts: Map<string, Canonical.Part>
+}
+
+const appendDelta = (part: Canonical.Part, field: string, delta: string): Canonical.Part => {
+  if (field === "text" && (part.type === "text" || part.type === "reasoning")) return { ...part, text: part.text + delta }
+  if (field === "input" && part.type === "tool" && part.state.status === "pending") {
+    return { ...part, state: { ...part.state, raw: (part.state.raw ?? "") + delta } }
+  }
+  return part
+}
+
+/**
+ * What a client holds after applying `events` in order: the last info of
+ * each message, the last state of each part with its deltas applied; sorted
+ * by id, as opencode's clients sort.
+ */
+export const collect = (events: Iterable<Canonical.CanonicalEvent>): ReadonlyArray<WithParts> => {
+  const messages = new Map<string, Mutable>()
+  const orphans = new Map<string, Map<string, Canonical.Part>>()
+  const partsOf = (messageID: string) => {
+    const message = messages.get(messageID)
+    if (message !== undefined) return message.parts
+    const pending = orphans.get(messageID) ?? new Map<string, Canonical.Part>()
+    orphans.set(messageID, pending)
+    return pending
+  }
+  for (const event of events) {
+    switch (event.type) {
+      case "message.updated": {
+        const existing = messages.get(event.properties.info.id)
+        if (existing !== undefined) existing.info = event.properties.info
+        else {
+          const parts = orphans.get(event.properties.info.id) ?? new Map<string, Canonical.Part>()
+          orphans.delete(event.properties.info.id)
+          messages.set(event.properties.info.id, { info: event.properties.info, parts })
+        }
+        break
+      }
+      case "message.removed":
+        messages.delete(event.properties.messageID)
+        break
+      case "message.part.updated": {
+        const part = event.properties.part
+        partsOf(part.messageID).set(part.id, part)
+        break
+      }
+      case "message.part.delta": {
+        const { messageID, partID, field, delta } = event.properties
+        const parts = partsOf(messageID)
+        const part = parts.get(partID)
+        if (part !== undefined) parts.set(partID, appendDelta(part, field, delta))
+        break
+      }
+      default:
+        break
+    }
+  }
+  const byId = (a: { readonly id: string }, b: { readonly id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  return [...messages.values()]
+    .map((m) => ({ info: m.info, parts: [...m.parts.values()].sort(byId) }))
+    .sort((a, b) => byId(a.info, b.info))
+}
+
+// ---------------------------------------------------------------------------
+// Transcript entries
+// ---------------------------------------------------------------------------
+
+const onEntry = (state: S.State, events: S.Events, entry: Transcript.ChainEntry): S.State => {
+  switch (entry.type) {
+    case "assistant": {
+      const index = S.numberField(entry, "apiBlockIndex")
+      return onAssistant(state, events, { message: entry.message, timestamp: S.parseTime(entry.timestamp), blockIndex: index })
+    }
+    case "user":
+      // Context the CLI injects (`isMeta`) is not shown live either.
+      if (entry.isMeta === true) return state
+      return onUser(state, events, {
+        message: entry.message,
+        uuid: entry.uuid,
+        timestamp: S.parseTime(entry.timestamp),
+        synthetic: entry.isCompactSummary === true || S.field(entry, "isVisibleInTranscriptOnly") === true,
+        toolUseResult: entry.toolUseResult
+      })
+    case "system":
+      if (entry.subtype === "compact_boundary") {
+        return onCompaction(state, events, { uuid: entry.uuid, auto: entry.compactMetadata?.trigger === "auto" })
+      }
+      return entry.subtype === undefined ? state : onUnknownSystem(state, events, entry.subtype, entry, state.clock)
+    case "attachment":
+      return state
+  }
+}
+
+export interface Loaded {
+  readonly messages: ReadonlyArray<WithParts>
+  /** The translator's state after the history: a live translation resumed from it keeps the ids consistent. */
+  readonly state: EventTranslator.State
+}
+
+/**
+ * Translates chain entries (root to leaf). Parts still open at the end (a
+ * turn that was cut off) stay as the transcript left them unless `close`
+ * is set, which closes them as an interrupted turn would.
+ */
+export const fromEntries = (
+  options: EventTranslator.Options,
+  entries: ReadonlyArray<Transcript.ChainEntry>,
+  close = false
+): Loaded => {
+  const events: S.Events = []
+  let state = EventTranslator.initial(options)
+  for (const entry of entries) state = onEntry(state, events, entry)
+  // The transcript holds whole blocks only: its last message is as complete as it will be.
+  state = close ? closeOpen(state, events, "interrupted") : finishAssistant(state, events)
+  return { messages: collect(events), state }
+}
+
+// ---------------------------------------------------------------------------
+// From a transcript file
+// ---------------------------------------------------------------------------
+
+const toolUseIds = (entries: ReadonlyArray<Transcript.ChainEntry>) => {
+  const uses = new Set<string>()
+  const results = new Set<string>()
+  for (const entry of entries) {
+    if (entry.type !== "assistant" && entry.type !== "user") continue
+    const content = entry.message.content
+    if (typeof content === "string") continue
+    for (const block of content) {
+      if (!Anthropic.isKnownBlock(block)) continue
+      if (block.type === "tool_use") uses.add(block.id)
+      if (block.type === "tool_result") results.add(block.tool_use_id)
+    }
+  }
+  return { uses, results }
+}
+
+const resultIds = (entry: Transcript.Entry): ReadonlyArray<string> => {
+  if (entry.type !== "user" || typeof entry.message.content === "string") return []
+  return entry.message.content.flatMap((block) =>
+    Anthropic.isKnownBlock(block) && block.type === "tool_result" ? [block.tool_use_id] : []
+  )
+}
+
+/**
+ * Parallel tool calls leave their results on sibling branches of the chain
+ * (each result hangs under its own tool_use entry), and the leaf-to-root walk
+ * keeps only one of them. The missing results are put back after the
+ * assistant entry they answer, as the CLI does on resume.
+ */
+export const recoverToolResults = (
+  entries: ReadonlyArray<Transcript.ChainEntry>,
+  all: ReadonlyArray<Transcript.Entry>
+): ReadonlyArray<Transcript.ChainEntry> => {
+  const { uses, results } = toolUseIds(entries)
+  const missing = [...uses].filter((id) => !results.has(id))
+  if (missing.length === 0) return entries
+  const inView = new Set(entries.map((e) => e.uuid))
+  const recovered = new Map<string, Array<Transcript.ChainEntry>>()
+  for (const entry of all) {
+    if (entry.type !== "user" || inView.has(entry.uuid) || entry.isSidechain || entry.parentUuid === null) continue
+    if (!resultIds(entry).some((id) => missing.includes(id))) continue
+    const under = recovered.get(entry.parentUuid) ?? []
+    under.push(entry)
+    recovered.set(entry.parentUuid, under)
+  }
+  if (recovered.size === 0) return entries
+  // A result goes after the last entry of the API message its tool_use belongs to.
+  const out: Array<Transcript.ChainEntry> = []
+  let held: Array<Transcript.ChainEntry> = []
+  entries.forEach((entry, i) => {
+    out.push(entry)
+    held.push(...(recovered.get(entry.uuid) ?? []))
+    const next = entries[i + 1]
+    const sameMessage = entry.type === "assistant" && next?.type === "assistant" && next.message.id === entry.message.id
+    if (!sameMessage) {
+      out.push(...held)
+      held = []
+    }
+  })
+  return out
+}
+
+const readAll = (path: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const bytes = yield* fs.readFile(path)
+    return Lenient.decodeAll(Transcript.decoder, bytes).flatMap((d) => (d._tag === "Message" ? [d.message] : []))
+  })
+
+export interface FromTranscriptOptions extends Partial<EventTranslator.Options> {
+  /** Close parts a cut-off turn left open, as an interrupt would. */
+  readonly close?: boolean | undefined
+  readonly load?: ResumeLoader.Options | undefined
+}
+
+/** Loads the transcript's effective view (`ResumeLoader`) and translates it. */
+export const fromTranscript: (
+  path: string,
+  options?: FromTranscriptOptions
+) => Effect.Effect<Loaded, ResumeLoader.LoadError | PlatformError, FileSystem.FileSystem> = Effect.fn(
+  "History.fromTranscript"
+)(function*(path: string, options: FromTranscriptOptions = {}) {
+  const conversation = yield* ResumeLoader.load(path, options.load)
+  const { uses, results } = toolUseIds(conversation.entries)
+  const entries = [...uses].some((id) => !results.has(id))
+    ? recoverToolResults(conversation.entries, yield* readAll(path))
+    : conversation.entries
+  const cliSessionId = options.cliSessionId ?? conversation.sessionId ?? ""
+  return fromEntries(
+    { cliSessionId, createdAt: options.createdAt, legacy: false, cwd: options.cwd ?? cwdOf(entries) },
+    entries,
+    options.close === true
+  )
+})
+
+const cwdOf = (entries: ReadonlyArray<Transcript.ChainEntry>): string | undefined => entries.find((e) => e.cwd !== undefined)?.cwd

@@ -1,0 +1,97 @@
+/**
+ * opencode-shaped ids (`ses_`, `msg_`, `prt_`, `per_`, `que_`) that are a
+ * pure function of what the CLI wrote, so that translating the same events
+ * twice, or loading the same session from its transcript, gives the same ids.
+ *
+ * Layout, as opencode's: `<prefix>_` + 12 hex digits of a sort key + 14
+ * characters. opencode's sort key is `epochMillis * 0x1000 + counter`; ours
+ * has the same shape, but its time is the CLI's own clock (see below) and its
+ * counter is a structural ordinal, and the 14 characters are a hash of the
+ * CLI identifiers instead of random. Clients sort by id, so:
+ *
+ * - a message's key is `clock * 0x1000 + ordinal`, where `clock` is the
+ *   `timestamp` of the last assistant message the CLI printed before this
+ *   message began (stdout and transcript carry the same timestamps), user
+ *   messages since that tick get ordinals 1, 2, … and assistant messages
+ *   0x800 + n, so a prompt sorts before its answer even when the live stream
+ *   never echoed the prompt;
+ * - a part's id starts with its message's key, then 4 hex digits of its slot
+ *   in the message (retries, step-start, block `i` at 0x200 + i, step-finish
+ *   last), then 10 hash characters: parts sort in order within a message;
+ * - the hash inputs are the CLI's session UUID plus the API message id and
+ *   block index (parts), the entry uuid (user messages and compaction), the
+ *   `request_id` (permissions and questions).
+ */
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/** FNV-1a, 32 bits, with a seed: cheap, stable, and good enough to tell identities apart. */
+const fnv = (text: string, seed: number): number => {
+  let h = (0x811c9dc5 ^ seed) >>> 0
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193) >>> 0
+  }
+  return h
+}
+
+/** `length` base62 characters derived from `text`. */
+export const hash = (text: string, length: number): string => {
+  let out = ""
+  let round = 0
+  while (out.length < length) {
+    let h = fnv(text, round * 0x9e3779b1)
+    for (let i = 0; i < 5 && out.length < length; i++) {
+      out += BASE62[h % 62]
+      h = Math.floor(h / 62)
+    }
+    round++
+  }
+  return out
+}
+
+const hex = (value: number, digits: number): string => {
+  const clamped = Math.max(0, Math.min(Math.floor(value), 16 ** digits - 1))
+  return clamped.toString(16).padStart(digits, "0")
+}
+
+/** Ordinals of a message key: user messages count up from 1, assistant messages from this base. */
+export const ASSISTANT_ORDINAL = 0x800
+
+const KEY_SPACE = 2 ** 48
+
+/**
+ * `clockMillis * 0x1000 + ordinal` in 48 bits, as opencode packs time and
+ * counter (it keeps the low 6 bytes too, so keys wrap every ~795 days).
+ */
+export const sortKey = (clockMillis: number, ordinal: number): number =>
+  (Math.max(0, Math.floor(clockMillis)) * 0x1000 + (ordinal & 0xfff)) % KEY_SPACE
+
+export type Prefix = "ses" | "msg" | "prt" | "per" | "que"
+
+/** An id whose order is `key`'s, and whose rest identifies `identity`. */
+export const make = (prefix: Prefix, key: number, identity: string): string =>
+  `${prefix}_${hex(key, 12)}${hash(identity, 14)}`
+
+/** Slots of the parts within one message, in display order. */
+export const Slot = {
+  retry: (attempt: number) => 0x010 + Math.min(attempt, 0xef),
+  compaction: 0x100,
+  stepStart: 0x180,
+  block: (index: number) => 0x200 + index,
+  stepFinish: 0xffff
+} as const
+
+/** A part of the message whose key is `messageKey`. */
+export const part = (messageKey: number, slot: number, identity: string): string =>
+  `prt_${hex(messageKey, 12)}${hex(slot, 4)}${hash(identity, 10)}`
+
+/**
+ * A session id from the CLI's session UUID. `createdAt` (epoch ms), when the
+ * caller knows it, makes sessions sort by creation; the UUID alone is enough
+ * for the id to be stable.
+ */
+export const session = (cliSessionId: string, createdAt = 0): string => make("ses", sortKey(createdAt, 0), cliSessionId)
+
+/** Reads the sort key back from an id made here. */
+export const keyOf = (id: string): number => Number.parseInt(id.slice(4, 16), 16)

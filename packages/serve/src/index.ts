@@ -1,0 +1,6 @@
+/**
+ * @skein/serve: opencode's canonical events from skein sessions.
+ */
+export * as EventTranslator from "./EventTranslator.js"
+export * as History from "./History.js"
+export * as Ids from "./Ids.js"

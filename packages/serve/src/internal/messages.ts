@@ -1,0 +1,281 @@
+/**
+ * The lifecycle of opencode messages and parts, shared by the streamed and
+ * the whole-message paths: open an assistant message (one API message, one
+ * step), open and close its blocks, finish it with its step-finish; open
+ * user messages.
+ */
+import { Canonical } from "@skein/protocol"
+import * as Ids from "../Ids.js"
+import type { Block, BlockKind, Events, OpenMessage, State, StepUsage } from "./state.js"
+import { emptyTokens, setMap, tokensOf } from "./state.js"
+
+export const partUpdated = (state: State, part: Canonical.Part): Canonical.CanonicalEvent =>
+  Canonical.event("message.part.updated", { sessionID: state.sessionID, part })
+
+export const messageUpdated = (state: State, info: Canonical.MessageInfo): Canonical.CanonicalEvent =>
+  Canonical.event("message.updated", { sessionID: state.sessionID, info })
+
+const identity = (state: State, ...keys: ReadonlyArray<string | number>) =>
+  [state.options.cliSessionId, ...keys].join("/")
+
+export const usageOf = (usage: {
+  readonly input_tokens?: number | null | undefined
+  readonly output_tokens?: number | null | undefined
+  readonly cache_read_input_tokens?: number | null | undefined
+  readonly cache_creation_input_tokens?: number | null | undefined
+}, previous?: StepUsage): StepUsage => ({
+  input: usage.input_tokens ?? previous?.input ?? 0,
+  output: usage.output_tokens ?? previous?.output ?? 0,
+  cacheRead: usage.cache_read_input_tokens ?? previous?.cacheRead ?? 0,
+  cacheWrite: usage.cache_creation_input_tokens ?? previous?.cacheWrite ?? 0
+})
+
+/** Opens the assistant message of API message `apiId`: message.updated, retry parts, step-start. */
+export const openAssistant = (
+  state: State,
+  events: Events,
+  apiId: string,
+  options: { readonly model: string; readonly usage: StepUsage; readonly streamed: boolean }
+): State => {
+  const key = Ids.sortKey(state.clock, Ids.ASSISTANT_ORDINAL + state.assistantOrdinal)
+  const id = Ids.make("msg", key, identity(state, apiId))
+  const cwd = state.cwd ?? ""
+  const info: Canonical.AssistantMessage = {
+    id,
+    sessionID: state.sessionID,
+    role: "assistant",
+    time: { created: state.clock },
+    parentID: state.lastUserMessageID ?? "",
+    modelID: options.model,
+    providerID: "anthropic",
+    mode: "build",
+    agent: "build",
+    path: { cwd, root: cwd },
+    cost: 0,
+    tokens: emptyTokens
+  }
+  events.push(messageUpdated(state, info))
+  for (const retry of state.pendingRetries) {
+    events.push(partUpdated(state, {
+      id: Ids.part(key, Ids.Slot.retry(retry.attempt), identity(state, apiId, "retry", retry.attempt)),
+      sessionID: state.sessionID,
+      messageID: id,
+      type: "retry",
+      attempt: retry.attempt,
+      error: retry.error,
+      time: { created: retry.created }
+    }))
+  }
+  events.push(partUpdated(state, {
+    id: Ids.part(key, Ids.Slot.stepStart, identity(state, apiId, "step-start")),
+    sessionID: state.sessionID,
+    messageID: id,
+    type: "step-start"
+  }))
+  const message: OpenMessage = {
+    apiId,
+    key,
+    info,
+    blocks: new Map(),
+    streamed: options.streamed,
+    nextIndex: 0,
+    usage: options.usage,
+    stopReason: null,
+    firstStamp: undefined
+  }
+  return { ...state, message, pendingRetries: [], assistantOrdinal: state.assistantOrdinal + 1 }
+}
+
+export interface BlockStart {
+  readonly index: number
+  readonly kind: BlockKind
+  readonly text: string
+  readonly redacted: boolean
+  readonly callID: string
+  readonly tool: string
+  readonly input: Canonical.JsonObject
+}
+
+/** The first `message.part.updated` of a block: empty text, reasoning, or a pending tool. */
+export const openBlock = (state: State, events: Events, message: OpenMessage, start: BlockStart): State => {
+  const partID = Ids.part(message.key, Ids.Slot.block(start.index), identity(state, message.apiId, start.index))
+  const block: Block = {
+    index: start.index,
+    kind: start.kind,
+    partID,
+    start: state.clock,
+    text: start.text,
+    redacted: start.redacted,
+    callID: start.callID,
+    tool: start.tool,
+    closed: false
+  }
+  events.push(partUpdated(state, blockPart(state, message, block, "open", start.input)))
+  const next: OpenMessage = {
+    ...message,
+    blocks: setMap(message.blocks, start.index, block),
+    nextIndex: Math.max(message.nextIndex, start.index + 1)
+  }
+  return { ...state, message: next }
+}
+
+const base = (state: State, message: OpenMessage, block: Block) => ({
+  id: block.partID,
+  sessionID: state.sessionID,
+  messageID: message.info.id
+})
+
+/** Parses a tool's streamed input; bad JSON gives `{}` (the caller reports it). */
+export const parseInput = (raw: string): { readonly input: Canonical.JsonObject; readonly ok: boolean } => {
+  if (raw.trim() === "") return { input: {}, ok: true }
+  try {
+    const value: unknown = JSON.parse(raw)
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? { input: { ...value }, ok: true }
+      : { input: {}, ok: false }
+  } catch {
+    return { input: {}, ok: false }
+  }
+}
+
+const blockPart = (
+  state: State,
+  message: OpenMessage,
+  block: Block,
+  phase: "open" | "closed",
+  input: Canonical.JsonObject
+): Canonical.Part => {
+  const time = phase === "open" ? { start: block.start } : { start: block.start, end: state.clock }
+  switch (block.kind) {
+    case "text":
+      return { ...base(state, message, block), type: "text", text: block.text, time }
+    case "reasoning":
+      return {
+        ...base(state, message, block),
+        type: "reasoning",
+        text: block.text,
+        time,
+        ...(block.redacted ? { redacted: true, metadata: { redacted: true } } : {})
+      }
+    case "tool":
+      return {
+        ...base(state, message, block),
+        type: "tool",
+        callID: block.callID,
+        tool: block.tool,
+        state: phase === "open"
+          ? { status: "pending", input, raw: block.text }
+          : { status: "running", input, time: { start: state.clock } }
+      }
+  }
+}
+
+/**
+ * Closes a block: text and reasoning get their full text and `time.end`; a
+ * tool becomes `running` with its parsed input and waits for its result.
+ * `input` overrides the streamed JSON (a whole `assistant` block has it parsed).
+ */
+export const closeBlock = (
+  state: State,
+  events: Events,
+  index: number,
+  final?: { readonly text?: string; readonly input?: Canonical.JsonObject }
+): State => {
+  const message = state.message
+  const block = message?.blocks.get(index)
+  if (message === undefined || block === undefined || block.closed) return state
+  const text = final?.text ?? block.text
+  const closed: Block = { ...block, text, closed: true }
+  const parsed = final?.input !== undefined || block.kind !== "tool"
+    ? { input: final?.input ?? {}, ok: true }
+    : parseInput(block.text)
+  if (!parsed.ok) {
+    events.push(Canonical.event("session.cli_event", {
+      sessionID: state.sessionID,
+      kind: "BadToolInput",
+      data: block.text,
+      issue: `tool input of ${block.callID} is not a JSON object; using {}`
+    }))
+  }
+  events.push(partUpdated(state, blockPart(state, message, closed, "closed", parsed.input)))
+  const tools = block.kind === "tool"
+    ? setMap(state.tools, block.callID, {
+      messageID: message.info.id,
+      partID: block.partID,
+      tool: block.tool,
+      input: parsed.input,
+      start: state.clock
+    })
+    : state.tools
+  return { ...state, tools, message: { ...message, blocks: setMap(message.blocks, index, closed) } }
+}
+
+/** Ends the open assistant message: its open blocks close, then step-finish and the final message.updated. */
+export const finishAssistant = (state: State, events: Events): State => {
+  const message = state.message
+  if (message === undefined) return state
+  let next = state
+  for (const block of message.blocks.values()) {
+    if (!block.closed) next = closeBlock(next, events, block.index)
+  }
+  const reason = message.stopReason ?? "unknown"
+  const tokens = tokensOf(message.usage)
+  events.push(partUpdated(next, {
+    id: Ids.part(message.key, Ids.Slot.stepFinish, identity(state, message.apiId, "step-finish")),
+    sessionID: state.sessionID,
+    messageID: message.info.id,
+    type: "step-finish",
+    reason,
+    cost: 0,
+    tokens
+  }))
+  const info: Canonical.AssistantMessage = {
+    ...message.info,
+    time: { created: message.firstStamp ?? message.info.time.created, completed: next.clock },
+    tokens,
+    finish: reason
+  }
+  events.push(messageUpdated(next, info))
+  const finished = new Set(next.finished)
+  finished.add(message.apiId)
+  return { ...next, message: undefined, finished }
+}
+
+/** Opens a user message with the given text blocks; `uuid` is the CLI's entry uuid. */
+export const openUser = (
+  state: State,
+  events: Events,
+  options: {
+    readonly uuid: string
+    readonly created: number
+    readonly texts: ReadonlyArray<string>
+    readonly synthetic: boolean
+  }
+): State => {
+  const ordinal = state.userOrdinal + 1
+  const key = Ids.sortKey(state.clock, ordinal)
+  const id = Ids.make("msg", key, identity(state, options.uuid))
+  events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created } }))
+  options.texts.forEach((text, index) => {
+    events.push(partUpdated(state, {
+      id: Ids.part(key, Ids.Slot.block(index), identity(state, options.uuid, index)),
+      sessionID: state.sessionID,
+      messageID: id,
+      type: "text",
+      text,
+      ...(options.synthetic ? { synthetic: true } : {}),
+      time: { start: options.created, end: options.created }
+    }))
+  })
+  return { ...state, userOrdinal: ordinal, lastUserMessageID: id }
+}
+
+/** Ticks the CLI clock to an assistant record's timestamp; user-message ordinals restart. */
+export const tick = (state: State, stamp: number | undefined): State => {
+  if (stamp === undefined) return state
+  const message = state.message === undefined || state.message.firstStamp !== undefined
+    ? state.message
+    : { ...state.message, firstStamp: stamp }
+  if (stamp <= state.clock) return message === state.message ? state : { ...state, message }
+  return { ...state, clock: stamp, userOrdinal: 0, assistantOrdinal: 0, message }
+}

@@ -1,0 +1,167 @@
+/**
+ * The translator's state, and the small helpers every concern shares. The
+ * state is immutable: each step returns a new one, copying only what it
+ * touched (a message has few blocks, so its maps stay small).
+ */
+import type { Canonical } from "@skein/protocol"
+import * as Ids from "../Ids.js"
+
+export interface Options {
+  /** The CLI's session UUID; the `ses_` id is derived from it. */
+  readonly cliSessionId: string
+  /** When the session was created, if known (epoch ms): makes `ses_` ids sort by creation. */
+  readonly createdAt?: number | undefined
+  /** Dual-write the old flat events (`session.message`, …) beside the canonical ones. */
+  readonly legacy?: boolean | undefined
+  /** The working directory for assistant `path` (default: the `init` message's `cwd`). */
+  readonly cwd?: string | undefined
+}
+
+export type BlockKind = "text" | "reasoning" | "tool"
+
+export interface Block {
+  readonly index: number
+  readonly kind: BlockKind
+  readonly partID: string
+  readonly start: number
+  /** Text so far (text, reasoning) or raw input JSON so far (tool). */
+  readonly text: string
+  readonly redacted: boolean
+  readonly callID: string
+  readonly tool: string
+  readonly closed: boolean
+}
+
+export interface StepUsage {
+  readonly input: number
+  readonly output: number
+  readonly cacheRead: number
+  readonly cacheWrite: number
+}
+
+/** One API message (one `message_start` … `message_stop`): one opencode assistant message and step. */
+export interface OpenMessage {
+  readonly apiId: string
+  readonly key: number
+  readonly info: Canonical.AssistantMessage
+  readonly blocks: ReadonlyMap<number, Block>
+  /** Seen through `stream_event`s: whole `assistant` messages only confirm it. */
+  readonly streamed: boolean
+  /** Index the next whole `assistant` block gets when the CLI does not say. */
+  readonly nextIndex: number
+  readonly usage: StepUsage
+  readonly stopReason: string | null
+  /** Timestamp of the message's first stamped record: its `time.created` once known. */
+  readonly firstStamp: number | undefined
+}
+
+/** A tool part that ran (or runs) and waits for its `tool_result`. */
+export interface OpenTool {
+  readonly messageID: string
+  readonly partID: string
+  readonly tool: string
+  readonly input: Canonical.JsonObject
+  readonly start: number
+}
+
+export interface OpenRequest {
+  readonly id: string
+  readonly kind: "permission" | "question"
+  readonly callID: string | undefined
+}
+
+export interface PendingRetry {
+  readonly attempt: number
+  readonly error: Canonical.ErrorInfo
+  readonly created: number
+}
+
+export interface State {
+  readonly options: Options
+  readonly sessionID: string
+  /** The CLI's clock: the timestamp of the last assistant message seen (ms). */
+  readonly clock: number
+  readonly userOrdinal: number
+  readonly assistantOrdinal: number
+  readonly message: OpenMessage | undefined
+  /** Messages already finished, by API id: late whole `assistant` copies of them are ignored. */
+  readonly finished: ReadonlySet<string>
+  /** The newest user message: the `parentID` of the next assistant message. */
+  readonly lastUserMessageID: string | undefined
+  readonly tools: ReadonlyMap<string, OpenTool>
+  readonly requests: ReadonlyMap<string, OpenRequest>
+  readonly pendingRetries: ReadonlyArray<PendingRetry>
+  readonly busy: boolean
+  readonly model: string | undefined
+  readonly permissionMode: string | undefined
+  readonly cwd: string | undefined
+  readonly compacting: boolean
+  readonly requestOrdinal: number
+}
+
+export const initial = (options: Options): State => ({
+  options,
+  sessionID: Ids.session(options.cliSessionId, options.createdAt),
+  clock: 0,
+  userOrdinal: 0,
+  assistantOrdinal: 0,
+  message: undefined,
+  finished: new Set(),
+  lastUserMessageID: undefined,
+  tools: new Map(),
+  requests: new Map(),
+  pendingRetries: [],
+  busy: false,
+  model: undefined,
+  permissionMode: undefined,
+  cwd: options.cwd,
+  compacting: false,
+  requestOrdinal: 0
+})
+
+export type Events = Array<Canonical.CanonicalEvent>
+
+/** A step's result: the new state and what it emitted. */
+export type Step = readonly [State, ReadonlyArray<Canonical.CanonicalEvent>]
+
+export const emptyTokens: Canonical.Tokens = { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
+
+export const tokensOf = (usage: StepUsage): Canonical.Tokens => ({
+  input: usage.input,
+  output: usage.output,
+  reasoning: 0,
+  cache: { read: usage.cacheRead, write: usage.cacheWrite }
+})
+
+export const parseTime = (timestamp: unknown): number | undefined => {
+  if (typeof timestamp !== "string") return undefined
+  const ms = Date.parse(timestamp)
+  return Number.isNaN(ms) ? undefined : ms
+}
+
+export const setMap = <K, V>(map: ReadonlyMap<K, V>, key: K, value: V): ReadonlyMap<K, V> => {
+  const next = new Map(map)
+  next.set(key, value)
+  return next
+}
+
+export const deleteMap = <K, V>(map: ReadonlyMap<K, V>, key: K): ReadonlyMap<K, V> => {
+  if (!map.has(key)) return map
+  const next = new Map(map)
+  next.delete(key)
+  return next
+}
+
+/** Reads a field of an unknown value without a cast. */
+export const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? Reflect.get(value, key) : undefined
+
+export const stringField = (value: unknown, key: string): string | undefined => {
+  const v = field(value, key)
+  return typeof v === "string" ? v : undefined
+}
+
+export const numberField = (value: unknown, key: string): number | undefined => {
+  const v = field(value, key)
+  return typeof v === "number" ? v : undefined
+}

@@ -1,0 +1,131 @@
+/**
+ * Anthropic stream events (`stream_event`, with `--include-partial-messages`)
+ * to parts and deltas. One `message_start` opens one assistant message and
+ * its step; `message_stop` finishes both.
+ */
+import type { Anthropic } from "@skein/protocol"
+import { Canonical, CliMessage } from "@skein/protocol"
+import type { BlockStart } from "./messages.js"
+import { closeBlock, finishAssistant, openAssistant, openBlock, usageOf } from "./messages.js"
+import type { Events, State } from "./state.js"
+import { setMap } from "./state.js"
+
+export const onStreamEvent = (state: State, events: Events, message: CliMessage.StreamEvent): State => {
+  const event = message.event
+  if (!CliMessage.isKnownStreamEvent(event)) return state
+  switch (event.type) {
+    case "message_start":
+      return onMessageStart(state, events, event)
+    case "content_block_start":
+      return onBlockStart(state, events, event)
+    case "content_block_delta":
+      return onBlockDelta(state, events, event)
+    case "content_block_stop":
+      return state.message === undefined ? state : closeBlock(state, events, event.index)
+    case "message_delta":
+      return onMessageDelta(state, event)
+    case "message_stop":
+      return finishAssistant(state, events)
+    case "ping":
+      return state
+    case "error":
+      events.push(Canonical.event("session.error", {
+        sessionID: state.sessionID,
+        error: { name: "APIError", data: { message: event.error.message, type: event.error.type, isRetryable: false } }
+      }))
+      return state
+  }
+}
+
+const onMessageStart = (state: State, events: Events, event: Anthropic.MessageStartEvent): State => {
+  const open = state.message === undefined ? state : finishAssistant(state, events)
+  return openAssistant(open, events, event.message.id, {
+    model: event.message.model,
+    usage: usageOf(event.message.usage),
+    streamed: true
+  })
+}
+
+export const blockStart = (index: number, block: Anthropic.ContentBlock): BlockStart | undefined => {
+  const empty = { index, text: "", redacted: false, callID: "", tool: "", input: {} }
+  switch (block.type) {
+    case "text":
+      return { ...empty, kind: "text" }
+    case "thinking":
+      return { ...empty, kind: "reasoning" }
+    case "redacted_thinking":
+      return { ...empty, kind: "reasoning", redacted: true }
+    case "tool_use":
+    case "server_tool_use":
+    case "mcp_tool_use": {
+      const id = Reflect.get(block, "id")
+      const name = Reflect.get(block, "name")
+      return { ...empty, kind: "tool", callID: typeof id === "string" ? id : `block-${index}`, tool: typeof name === "string" ? name : block.type }
+    }
+    default:
+      return undefined
+  }
+}
+
+const onBlockStart = (state: State, events: Events, event: Anthropic.ContentBlockStartEvent): State => {
+  const message = state.message
+  const start = blockStart(event.index, event.content_block)
+  if (message === undefined || start === undefined) {
+    events.push(Canonical.event("session.cli_event", {
+      sessionID: state.sessionID,
+      kind: message === undefined ? "OrphanBlock" : "UnknownBlock",
+      cliType: event.content_block.type,
+      data: event
+    }))
+    return state
+  }
+  return openBlock(state, events, message, start)
+}
+
+const onBlockDelta = (state: State, events: Events, event: Anthropic.ContentBlockDeltaEvent): State => {
+  const message = state.message
+  const block = message?.blocks.get(event.index)
+  if (message === undefined || block === undefined || block.closed) return state
+  const delta = event.delta
+  let text: string
+  let field: string
+  switch (delta.type) {
+    case "text_delta":
+      text = Reflect.get(delta, "text")
+      field = "text"
+      break
+    case "thinking_delta":
+      text = Reflect.get(delta, "thinking")
+      field = "text"
+      break
+    case "input_json_delta":
+      text = Reflect.get(delta, "partial_json")
+      field = "input"
+      break
+    default:
+      return state
+  }
+  if (typeof text !== "string" || text === "") return state
+  events.push(Canonical.event("message.part.delta", {
+    sessionID: state.sessionID,
+    messageID: message.info.id,
+    partID: block.partID,
+    field,
+    delta: text
+  }))
+  const next = { ...block, text: block.text + text }
+  return { ...state, message: { ...message, blocks: setMap(message.blocks, event.index, next) } }
+}
+
+const onMessageDelta = (state: State, event: Anthropic.MessageDeltaEvent): State => {
+  const message = state.message
+  if (message === undefined) return state
+  return {
+    ...state,
+    message: {
+      ...message,
+      usage: usageOf(event.usage, message.usage),
+      stopReason: event.delta.stop_reason ?? message.stopReason
+    }
+  }
+}

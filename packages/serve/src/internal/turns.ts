@@ -1,0 +1,56 @@
+/**
+ * Turn boundaries as the session (or the turn tracker over a capture)
+ * reports them: busy at the start, idle then `session.idle` at the
+ * authoritative end, each exactly once per turn. An interrupted turn, or the
+ * end of the input, closes what is still open: text and reasoning parts get
+ * `time.end`, tools end in `error` ("interrupted"), the step gets its finish.
+ */
+import { Canonical } from "@skein/protocol"
+import { closeBlock, finishAssistant, partUpdated } from "./messages.js"
+import type { Events, State } from "./state.js"
+
+export const onTurnStarted = (state: State, events: Events): State => {
+  if (state.busy) return state
+  events.push(Canonical.event("session.status", { sessionID: state.sessionID, status: { type: "busy" } }))
+  return { ...state, busy: true }
+}
+
+/** Closes every open part: the open message's blocks and step, then tools still waiting for results. */
+export const closeOpen = (state: State, events: Events, reason: string): State => {
+  let next = state
+  const message = next.message
+  if (message !== undefined) {
+    for (const block of message.blocks.values()) {
+      if (!block.closed) next = closeBlock(next, events, block.index)
+    }
+    next = finishAssistant(next, events)
+  }
+  for (const [callID, tool] of next.tools) {
+    events.push(partUpdated(next, {
+      id: tool.partID,
+      sessionID: next.sessionID,
+      messageID: tool.messageID,
+      type: "tool",
+      callID,
+      tool: tool.tool,
+      state: { status: "error", input: tool.input, error: reason, time: { start: tool.start, end: Math.max(next.clock, tool.start) } }
+    }))
+  }
+  return { ...next, tools: new Map(), pendingRetries: [] }
+}
+
+export const onTurnEnded = (state: State, events: Events, options: { readonly interrupted: boolean }): State => {
+  const closed = options.interrupted ? closeOpen(state, events, "interrupted") : state
+  // A streamed step the CLI never closed is closed at the end of its turn, so every step-start has its finish.
+  const next = closed.message !== undefined ? finishAssistant(closed, events) : closed
+  if (!next.busy) return next
+  events.push(Canonical.event("session.status", { sessionID: next.sessionID, status: { type: "idle" } }))
+  events.push(Canonical.event("session.idle", { sessionID: next.sessionID }))
+  return { ...next, busy: false }
+}
+
+/** The input ended (the CLI exited, or a capture ran out): close everything as an interrupt would. */
+export const onEnd = (state: State, events: Events): State => {
+  const closed = closeOpen(state, events, "interrupted")
+  return closed.busy ? onTurnEnded(closed, events, { interrupted: false }) : closed
+}

@@ -1,0 +1,111 @@
+/**
+ * User messages: `tool_result` blocks complete their tool parts (opencode
+ * keeps a tool's result on the assistant's part, not in a user message);
+ * text becomes a user message with text parts.
+ */
+import { Anthropic, Canonical } from "@skein/protocol"
+import { finishAssistant, openUser, partUpdated } from "./messages.js"
+import type { Events, OpenTool, State } from "./state.js"
+import { deleteMap, field } from "./state.js"
+
+export interface WholeUser {
+  readonly message: Anthropic.MessageParam
+  readonly uuid: string | undefined
+  readonly timestamp: number | undefined
+  /** A message the CLI made (compact summary, replayed command output, meta): its text parts are `synthetic`. */
+  readonly synthetic: boolean
+  /** The tool's structured result (`tool_use_result` on stdout, `toolUseResult` in transcripts). */
+  readonly toolUseResult: unknown
+}
+
+export const onUser = (state: State, events: Events, user: WholeUser): State => {
+  const content = user.message.content
+  const blocks: ReadonlyArray<Anthropic.ContentBlock> = typeof content === "string"
+    ? [{ type: "text", text: content }]
+    : content
+  // A whole (not streamed) assistant message ends where the next user message begins.
+  let next = state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state
+  const texts: Array<string> = []
+  for (const block of blocks) {
+    if (!Anthropic.isKnownBlock(block)) continue
+    if (block.type === "tool_result") {
+      next = completeTool(next, events, block, user)
+    } else if (block.type === "text") {
+      texts.push(block.text)
+    }
+  }
+  if (texts.length === 0) return next
+  const created = user.timestamp ?? next.clock
+  return openUser(next, events, {
+    uuid: user.uuid ?? `user-${created}-${next.userOrdinal}`,
+    created,
+    texts,
+    synthetic: user.synthetic
+  })
+}
+
+const outputOf = (block: Anthropic.ToolResultBlock): string => {
+  const content = block.content
+  if (content === undefined) return ""
+  if (typeof content === "string") return content
+  return content.flatMap((item) => {
+    const text = item.type === "text" ? Reflect.get(item, "text") : undefined
+    return typeof text === "string" ? [text] : []
+  }).join("\n")
+}
+
+const titleOf = (tool: OpenTool): string => {
+  const description = field(tool.input, "description")
+  if (typeof description === "string") return description
+  const command = field(tool.input, "command")
+  if (typeof command === "string") return command
+  const path = field(tool.input, "file_path") ?? field(tool.input, "path") ?? field(tool.input, "pattern")
+  return typeof path === "string" ? path : tool.tool
+}
+
+const completeTool = (state: State, events: Events, block: Anthropic.ToolResultBlock, user: WholeUser): State => {
+  const tool = state.tools.get(block.tool_use_id)
+  if (tool === undefined) return state
+  const end = Math.max(user.timestamp ?? state.clock, tool.start)
+  const output = outputOf(block)
+  const metadata: Canonical.JsonObject = typeof user.toolUseResult === "object" && user.toolUseResult !== null &&
+      !Array.isArray(user.toolUseResult)
+    ? { ...user.toolUseResult }
+    : {}
+  const toolState: Canonical.ToolState = block.is_error === true
+    ? { status: "error", input: tool.input, error: output, time: { start: tool.start, end } }
+    : { status: "completed", input: tool.input, output, title: titleOf(tool), metadata, time: { start: tool.start, end } }
+  events.push(partUpdated(state, {
+    id: tool.partID,
+    sessionID: state.sessionID,
+    messageID: tool.messageID,
+    type: "tool",
+    callID: block.tool_use_id,
+    tool: tool.tool,
+    state: toolState
+  }))
+  return inferReply({ ...state, tools: deleteMap(state.tools, block.tool_use_id) }, events, block)
+}
+
+/**
+ * A tool that ran answered its permission: when the host's answer was not
+ * part of the input (a capture), the result says what it was.
+ */
+const inferReply = (state: State, events: Events, block: Anthropic.ToolResultBlock): State => {
+  for (const [requestId, request] of state.requests) {
+    if (request.callID !== block.tool_use_id) continue
+    events.push(
+      request.kind === "permission"
+        ? Canonical.event("permission.replied", {
+          sessionID: state.sessionID,
+          requestID: request.id,
+          reply: block.is_error === true ? "reject" : "once"
+        })
+        : block.is_error === true
+        ? Canonical.event("question.rejected", { sessionID: state.sessionID, requestID: request.id })
+        : Canonical.event("question.replied", { sessionID: state.sessionID, requestID: request.id, answers: [] })
+    )
+    return { ...state, requests: deleteMap(state.requests, requestId) }
+  }
+  return state
+}
