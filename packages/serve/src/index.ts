@@ -4,3 +4,4 @@
 export * as EventTranslator from "./EventTranslator.js"
 export * as History from "./History.js"
 export * as Ids from "./Ids.js"
+export * as Invariants from "./Invariants.js"

@@ -1,0 +1,139 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Canonical } from "@skein/protocol"
+import { EventTranslator, History, Ids, Invariants } from "@skein/serve"
+import { Chunk, Effect, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { captures, olderCaptures, translate } from "./captures.js"
+
+const goldenDir = path.join(import.meta.dirname, "golden")
+const update = process.env.UPDATE_GOLDEN === "1"
+
+const ndjson = (events: ReadonlyArray<Canonical.CanonicalEvent>) => events.map((e) => JSON.stringify(e)).join("\n") + "\n"
+
+const count = (events: ReadonlyArray<Canonical.CanonicalEvent>, type: string) => events.filter((e) => e.type === type).length
+
+describe("EventTranslator over the real-CLI captures", () => {
+  for (const capture of captures()) {
+    describe(capture.name, () => {
+      const events = translate(capture)
+
+      it("matches its golden canonical output", () => {
+        const file = path.join(goldenDir, `${capture.name}.ndjson`)
+        if (update || !fs.existsSync(file)) fs.writeFileSync(file, ndjson(events))
+        expect(ndjson(events)).toEqual(fs.readFileSync(file, "utf8"))
+      })
+
+      it("keeps the invariants", () => {
+        expect(Invariants.check(events)).toBeUndefined()
+      })
+
+      it("gives the same events and ids when translated twice", () => {
+        expect(translate(capture)).toEqual(events)
+      })
+
+      it("traces every unknown message and diagnostic", () => {
+        const unknown = capture.events.filter((e) => e._tag !== "Message").length
+        const traced = events.filter((e) => e.type === "session.cli_event" && e.properties.kind !== "message").length
+        expect(traced).toBeGreaterThanOrEqual(unknown)
+      })
+
+      it("sorts messages by id in creation order, and parts within a message", () => {
+        const messages = History.collect(events)
+        const created: Array<string> = []
+        const partOrder = new Map<string, Array<string>>()
+        for (const e of events) {
+          if (e.type === "message.updated" && !created.includes(e.properties.info.id)) created.push(e.properties.info.id)
+          if (e.type === "message.part.updated") {
+            const order = partOrder.get(e.properties.part.messageID) ?? []
+            if (!order.includes(e.properties.part.id)) order.push(e.properties.part.id)
+            partOrder.set(e.properties.part.messageID, order)
+          }
+        }
+        expect(messages.map((m) => m.info.id)).toEqual(created)
+        for (const m of messages) expect(m.parts.map((p) => p.id)).toEqual(partOrder.get(m.info.id) ?? [])
+      })
+    })
+  }
+
+  it("covers text and thinking, two tools, a permission, a background task, an interrupt, /compact and a 529 retry", () => {
+    const byName = new Map(captures().map((c) => [c.name, translate(c)]))
+    const parts = (name: string) =>
+      (byName.get(name) ?? []).flatMap((e) => (e.type === "message.part.updated" ? [e.properties.part] : []))
+    expect(parts("text-thinking").some((p) => p.type === "reasoning" && p.text.includes("greeting"))).toBe(true)
+    expect(count(byName.get("text-thinking") ?? [], "message.part.delta")).toBeGreaterThan(5)
+    const tools = History.collect(byName.get("two-tools") ?? []).flatMap((m) => m.parts.filter((p) => p.type === "tool"))
+    expect(tools.map((p) => p.type === "tool" ? p.state.status : "")).toEqual(["completed", "error"])
+    expect(count(byName.get("permission") ?? [], "permission.asked")).toBe(1)
+    expect(count(byName.get("permission") ?? [], "permission.replied")).toBe(1)
+    const background = byName.get("background-task") ?? []
+    expect([count(background, "task.started"), count(background, "task.completed"), count(background, "session.idle")]).toEqual([1, 1, 1])
+    const interrupt = byName.get("interrupt") ?? []
+    expect(interrupt.some((e) => e.type === "session.error" && e.properties.error?.name === "MessageAbortedError")).toBe(true)
+    expect(parts("compact").some((p) => p.type === "compaction" && !p.auto)).toBe(true)
+    expect(count(byName.get("compact") ?? [], "session.compacted")).toBe(1)
+    const retry = byName.get("retry") ?? []
+    expect(retry.some((e) => e.type === "session.status" && e.properties.status.type === "retry")).toBe(true)
+    expect(parts("retry").some((p) => p.type === "retry" && p.attempt === 1)).toBe(true)
+  })
+
+  for (const capture of olderCaptures()) {
+    it(`keeps the invariants over the older release's ${capture.name}`, () => {
+      expect(Invariants.check(translate(capture))).toBeUndefined()
+    })
+  }
+})
+
+describe("EventTranslator as a Stream transducer", () => {
+  it.effect("gives what stepping gives", () =>
+    Effect.gen(function*() {
+      const capture = captures().find((c) => c.name === "two-tools")!
+      const streamed = yield* Stream.fromIterable(capture.events).pipe(
+        EventTranslator.withTurns,
+        EventTranslator.translate({ cliSessionId: capture.cliSessionId }),
+        Stream.runCollect
+      )
+      expect(Chunk.toReadonlyArray(streamed)).toEqual(translate(capture))
+    }))
+})
+
+describe("legacy mode", () => {
+  it("dual-writes the flat events beside the canonical ones", () => {
+    const capture = captures().find((c) => c.name === "permission")!
+    const canonical = translate(capture)
+    const legacy = translate(capture, { legacy: true })
+    const flat = legacy.filter((e) => Canonical.legacyEventTypes.has(e.type))
+    expect(legacy.filter((e) => !Canonical.legacyEventTypes.has(e.type))).toEqual(canonical)
+    expect(new Set(flat.map((e) => e.type))).toEqual(
+      new Set(["session.message", "session.control_request", "session.result"])
+    )
+    expect(Invariants.check(legacy)).toBeUndefined()
+  })
+
+  it("writes session.stream_event for partial messages", () => {
+    const capture = captures().find((c) => c.name === "text-thinking")!
+    expect(count(translate(capture, { legacy: true }), "session.stream_event")).toBe(
+      capture.events.filter((e) => e._tag === "Message" && e.message.type === "stream_event").length
+    )
+  })
+})
+
+describe("Ids", () => {
+  it("are opencode-shaped and sort by key", () => {
+    const a = Ids.make("msg", Ids.sortKey(1_700_000_000_000, 1), "x")
+    const b = Ids.make("msg", Ids.sortKey(1_700_000_000_000, Ids.ASSISTANT_ORDINAL), "a")
+    const c = Ids.make("msg", Ids.sortKey(1_700_000_000_001, 1), "0")
+    expect(a).toMatch(/^msg_[0-9a-f]{12}[0-9A-Za-z]{14}$/)
+    expect([c, b, a].sort()).toEqual([a, b, c])
+    expect(Ids.keyOf(a)).toBe(Ids.sortKey(1_700_000_000_000, 1))
+  })
+
+  it("are a function of the CLI's identifiers", () => {
+    expect(Ids.session("63d161b6-9ec8-43d9-9b33-27a07091d9ff")).toBe(Ids.session("63d161b6-9ec8-43d9-9b33-27a07091d9ff"))
+    expect(Ids.session("63d161b6-9ec8-43d9-9b33-27a07091d9ff")).not.toBe(Ids.session("63d161b6-9ec8-43d9-9b33-27a07091d9fe"))
+    const parts = [0, 1, 2, 10].map((i) => Ids.part(42, Ids.Slot.block(i), `s/m/${i}`))
+    expect([...parts].sort()).toEqual(parts)
+    expect(Ids.part(42, Ids.Slot.stepStart, "s") < parts[0]!).toBe(true)
+    expect(Ids.part(42, Ids.Slot.stepFinish, "s") > parts[3]!).toBe(true)
+  })
+})

@@ -1,0 +1,75 @@
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import type { Canonical } from "@skein/protocol"
+import { History, Invariants } from "@skein/serve"
+import { Effect } from "effect"
+import { captures, olderCaptures, translate } from "./captures.js"
+
+/**
+ * The live stream never echoes the host's prompt (no `--replay-user-messages`),
+ * so the live side has no prompt message and its assistant messages no
+ * `parentID`. Everything else must be equal.
+ */
+const comparable = (messages: ReadonlyArray<History.WithParts>, keep: ReadonlySet<string>) =>
+  messages
+    .filter((m) => m.info.role === "assistant" || keep.has(m.info.id))
+    .map((m) => ({ info: m.info.role === "assistant" ? { ...m.info, parentID: "" } : m.info, parts: m.parts }))
+
+describe("History.fromTranscript", () => {
+  // The 2.0 line prints no `timestamp` on stdout, so its live clock never ticks: live and history agree on 2.1 only.
+  const withTranscripts = captures().filter((c) => c.transcript !== undefined)
+
+  it("has captures with transcripts to compare", () => {
+    expect(withTranscripts.map((c) => c.name)).toEqual(expect.arrayContaining(["retry", "two-tools"]))
+  })
+
+  for (const capture of withTranscripts) {
+    it.effect(`equals the live translation of ${capture.name}: same ids, same final parts`, () =>
+      Effect.gen(function*() {
+        const live = History.collect(translate(capture))
+        const history = yield* History.fromTranscript(capture.transcript!)
+        const liveUsers = new Set(live.filter((m) => m.info.role === "user").map((m) => m.info.id))
+        expect(comparable(history.messages, liveUsers)).toEqual(comparable(live, liveUsers))
+        // The history has the prompt the live stream lacked, and answers point at it.
+        const prompts = history.messages.filter((m) => m.info.role === "user" && !liveUsers.has(m.info.id))
+        expect(prompts.length).toBeGreaterThan(0)
+        const first = history.messages.find((m) => m.info.role === "assistant")!.info
+        expect(first.role === "assistant" && first.parentID).toBe(prompts[0]!.info.id)
+      }).pipe(Effect.provide(NodeContext.layer)))
+  }
+
+  it.effect("puts back the result of a parallel tool call that the effective view leaves on a side branch", () =>
+    Effect.gen(function*() {
+      const capture = captures().find((c) => c.name === "two-tools")!
+      const history = yield* History.fromTranscript(capture.transcript!)
+      const tools = history.messages.flatMap((m) => m.parts).filter((p): p is Canonical.ToolPart => p.type === "tool")
+      expect(tools.map((p) => [p.callID, p.state.status])).toEqual([
+        ["toolu_fake_0001_1", "completed"],
+        ["toolu_fake_0001_2", "error"]
+      ])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it("collects what a client holds: deltas applied, last state wins, sorted by id", () => {
+    const capture = captures().find((c) => c.name === "text-thinking")!
+    const [message] = History.collect(translate(capture))
+    expect(message!.parts.map((p) => p.type)).toEqual(["step-start", "reasoning", "text", "step-finish"])
+    const text = message!.parts.find((p) => p.type === "text")
+    expect(text?.type === "text" && text.text).toBe("Hello! I'm happy to help. What would you like to work on today?")
+  })
+
+  it.effect("gives a history that keeps the invariants (turn rules aside: a transcript has no turns)", () =>
+    Effect.gen(function*() {
+      for (const capture of withTranscripts) {
+        const history = yield* History.fromTranscript(capture.transcript!)
+        const events = history.messages.flatMap((m) => [
+          { type: "message.updated" as const, properties: { sessionID: m.info.sessionID, info: m.info } },
+          ...m.parts.map((part) => ({ type: "message.part.updated" as const, properties: { sessionID: part.sessionID, part } }))
+        ])
+        expect(Invariants.check(events, { turns: false })).toBeUndefined()
+      }
+      for (const capture of olderCaptures().filter((c) => c.transcript !== undefined)) {
+        const history = yield* History.fromTranscript(capture.transcript!)
+        expect(history.messages.some((m) => m.info.role === "assistant")).toBe(true)
+      }
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
