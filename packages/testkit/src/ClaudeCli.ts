@@ -102,7 +102,10 @@ export const leanArgs: ReadonlyArray<string> = ["--bare"]
  * a dummy API key, a private config directory, and every kind of
  * non-essential traffic (telemetry, error reporting, auto-update, bootstrap
  * and catalog fetches) turned off. `tmpDir` (TMPDIR) moves the CLI's own temp
- * files and messaging socket out of the shared `/tmp`.
+ * files and messaging socket out of the shared `/tmp`. `home` (default
+ * `tmpDir`) becomes HOME: the CLI's Bash tool snapshots the user's shell rc
+ * files, and a host's rc (a version manager that takes a lock, say) must not
+ * stall every tool call of a test.
  *
  * @since 0.0.0
  */
@@ -110,6 +113,7 @@ export const offlineEnv = (options: {
   readonly baseUrl: string
   readonly configDir: string
   readonly tmpDir?: string | undefined
+  readonly home?: string | undefined
   readonly apiKey?: string | undefined
 }): Record<string, string> => ({
   ANTHROPIC_BASE_URL: options.baseUrl,
@@ -119,8 +123,14 @@ export const offlineEnv = (options: {
   DISABLE_AUTOUPDATER: "1",
   DISABLE_TELEMETRY: "1",
   DISABLE_ERROR_REPORTING: "1",
-  ...(options.tmpDir === undefined ? {} : { TMPDIR: options.tmpDir })
+  ...(options.tmpDir === undefined ? {} : { TMPDIR: options.tmpDir }),
+  ...homeOf(options)
 })
+
+const homeOf = (options: { readonly tmpDir?: string | undefined; readonly home?: string | undefined }) => {
+  const home = options.home ?? options.tmpDir
+  return home === undefined ? {} : { HOME: home }
+}
 
 /**
  * The folders an offline run needs, under one temp root that is removed when
