@@ -28,7 +28,7 @@ import { Deferred, type Duration, Effect, type Scope } from "effect"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
 import * as ForkLaunch from "./internal/forkLaunch.js"
-import type { WorkerError } from "./internal/workerError.js"
+import type { SidechainMisplaced, WorkerError } from "./internal/workerError.js"
 import * as WorkerHandle from "./internal/workerHandle.js"
 import * as WorkerPool from "./internal/workerPool.js"
 import * as WorkerRun from "./internal/workerRun.js"
@@ -37,7 +37,6 @@ import { Permissions } from "./Permissions.js"
 import type * as Session from "./Session.js"
 import type { RequestError, TurnError } from "./SessionError.js"
 import type { TurnUsage } from "./Turn.js"
-import type { SidechainMisplaced } from "./internal/workerError.js"
 
 // ---------------------------------------------------------------------------
 // Errors

@@ -42,7 +42,6 @@ export const make = (options: HandleOptions): Worker => {
   const kill = Teardown.stop({
     taskId,
     kill: tasks.kill(taskId).pipe(Effect.catchAll(() => ended)),
-    ended,
     current: tasks.get(taskId).pipe(Effect.orDie),
     hold: options.hold,
     bound: options.stopBound

@@ -47,8 +47,6 @@ export interface StopOptions {
   readonly taskId: string
   /** Interrupts the worker's task and waits for its end. */
   readonly kill: Effect.Effect<Task.TaskRecord>
-  /** Waits for the task's end. */
-  readonly ended: Effect.Effect<Task.TaskRecord>
   /** The task's record as it is now. */
   readonly current: Effect.Effect<Task.TaskRecord>
   readonly hold: Hold
@@ -56,24 +54,32 @@ export interface StopOptions {
   readonly bound: Duration.Duration
 }
 
-/**
- * `kill`, bounded by `bound` plus `afterKill`. Past `bound` the worker's
- * process group is SIGKILLed; past `afterKill` more the task is left to end
- * in the background and its record is returned as it is.
- */
-export const stop = (options: StopOptions): Effect.Effect<Task.TaskRecord> =>
+/** SIGKILLs the worker's process group, if its process still runs. */
+const killGroup = (options: StopOptions) =>
   Effect.gen(function*() {
-    const killed = yield* Effect.interruptible(options.kill).pipe(Effect.timeoutOption(options.bound))
-    if (Option.isSome(killed)) return killed.value
+    const child = yield* Ref.get(options.hold)
+    if (Option.isNone(child) || !(yield* child.value.isRunning)) return
     yield* Effect.logWarning(
       `worker task ${options.taskId} did not stop within ${Duration.format(options.bound)}; SIGKILL to its process group`
     )
-    const child = yield* Ref.get(options.hold)
-    if (Option.isSome(child) && (yield* child.value.isRunning)) yield* child.value.kill("SIGKILL")
-    const ended = yield* Effect.interruptible(options.ended).pipe(Effect.timeoutOption(afterKill))
-    if (Option.isSome(ended)) return ended.value
+    yield* child.value.kill("SIGKILL")
+  })
+
+/**
+ * `kill`, bounded. Past `bound` a fiber of its own SIGKILLs the worker's
+ * process group, which ends the wait even where it cannot be interrupted;
+ * past `afterKill` more the task is left to end in the background and its
+ * record is returned as it is.
+ */
+export const stop = (options: StopOptions): Effect.Effect<Task.TaskRecord> =>
+  Effect.scoped(Effect.gen(function*() {
+    yield* Effect.sleep(options.bound).pipe(Effect.zipRight(killGroup(options)), Effect.interruptible, Effect.forkScoped)
+    const killed = yield* Effect.interruptible(options.kill).pipe(
+      Effect.timeoutOption(Duration.sum(options.bound, afterKill))
+    )
+    if (Option.isSome(killed)) return killed.value
     yield* Effect.logError(
       `worker task ${options.taskId} had not ended ${Duration.format(afterKill)} after SIGKILL; no longer waiting for it`
     )
     return yield* options.current
-  })
+  }))
