@@ -53,7 +53,7 @@ const afterIdle = (t: Tracker, index: number, messageID: string, turns: boolean)
     : undefined
 }
 
-const onPart = (t: Tracker, index: number, part: Canonical.Part): Violation | undefined => {
+const onPart = (t: Tracker, part: Canonical.Part): undefined => {
   t.seenParts.add(part.id)
   if (part.type === "tool") t.toolStatus.set(part.id, part.state.status)
   if (part.type === "step-start" || part.type === "step-finish") {
@@ -83,7 +83,7 @@ export const check = (
         break
       }
       case "message.part.updated": {
-        const v = afterIdle(t, index, event.properties.part.messageID, turns) ?? onPart(t, index, event.properties.part)
+        const v = afterIdle(t, index, event.properties.part.messageID, turns) ?? onPart(t, event.properties.part)
         if (v !== undefined) return v
         break
       }

@@ -20,7 +20,8 @@ describe("EventTranslator over the real-CLI captures", () => {
 
       it("matches its golden canonical output", () => {
         const file = path.join(goldenDir, `${capture.name}.ndjson`)
-        if (update || !fs.existsSync(file)) fs.writeFileSync(file, ndjson(events))
+        if (update) fs.writeFileSync(file, ndjson(events))
+        expect(fs.existsSync(file), `no golden output yet: run with UPDATE_GOLDEN=1`).toBe(true)
         expect(ndjson(events)).toEqual(fs.readFileSync(file, "utf8"))
       })
 

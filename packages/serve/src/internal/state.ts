@@ -92,6 +92,8 @@ export interface State {
   readonly requests: ReadonlyMap<string, OpenRequest>
   readonly pendingRetries: ReadonlyArray<PendingRetry>
   readonly busy: boolean
+  /** The turn's result said it was aborted (an interrupt the input did not report). */
+  readonly aborted: boolean
   readonly model: string | undefined
   readonly permissionMode: string | undefined
   readonly cwd: string | undefined
@@ -112,6 +114,7 @@ export const initial = (options: Options): State => ({
   requests: new Map(),
   pendingRetries: [],
   busy: false,
+  aborted: false,
   model: undefined,
   permissionMode: undefined,
   cwd: options.cwd,

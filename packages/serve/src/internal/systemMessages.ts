@@ -248,8 +248,8 @@ export const onUnknownSystem = (state: State, events: Events, subtype: string, j
 export const onResult = (state: State, events: Events, result: CliMessage.Result): State => {
   const open = state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state
   const sessionID = open.sessionID
+  const aborted = result.terminal_reason?.startsWith("aborted") === true
   if (result.is_error) {
-    const aborted = result.terminal_reason?.startsWith("aborted") === true
     const errors = "errors" in result && result.errors !== undefined ? result.errors.join("\n") : result.subtype
     events.push(Canonical.event("session.error", {
       sessionID,
@@ -271,5 +271,5 @@ export const onResult = (state: State, events: Events, result: CliMessage.Result
       cache: { read: result.usage.cache_read_input_tokens ?? 0, write: result.usage.cache_creation_input_tokens ?? 0 }
     }
   }))
-  return open
+  return aborted ? { ...open, aborted: true } : open
 }

@@ -39,10 +39,13 @@ export const closeOpen = (state: State, events: Events, reason: string): State =
   return { ...next, tools: new Map(), pendingRetries: [] }
 }
 
+/**
+ * The authoritative end. Nothing of the turn can still arrive: a step the CLI
+ * never closed is closed, and a tool with no result by now never gets one.
+ */
 export const onTurnEnded = (state: State, events: Events, options: { readonly interrupted: boolean }): State => {
-  const closed = options.interrupted ? closeOpen(state, events, "interrupted") : state
-  // A streamed step the CLI never closed is closed at the end of its turn, so every step-start has its finish.
-  const next = closed.message !== undefined ? finishAssistant(closed, events) : closed
+  const interrupted = options.interrupted || state.aborted
+  const next = { ...closeOpen(state, events, interrupted ? "interrupted" : "the turn ended without a tool result"), aborted: false }
   if (!next.busy) return next
   events.push(Canonical.event("session.status", { sessionID: next.sessionID, status: { type: "idle" } }))
   events.push(Canonical.event("session.idle", { sessionID: next.sessionID }))
