@@ -9,10 +9,16 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost, Task, TaskManager } from "@skein/kernel"
 import { TranscriptLayout, TranscriptStore } from "@skein/store"
 import { FakeCli } from "@skein/testkit"
-import { Duration, Effect, Exit, Fiber, Layer, Schedule, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Schedule, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { Elicitation } from "../src/Elicitation.js"
+import { Hooks } from "../src/Hooks.js"
+import * as Permissions from "../src/Permissions.js"
 import * as Session from "../src/Session.js"
+import * as Turn from "../src/Turn.js"
+import * as ForkLaunch from "../src/internal/forkLaunch.js"
+import * as WorkerRun from "../src/internal/workerRun.js"
 import * as WorkerTeardown from "../src/internal/workerTeardown.js"
 import * as Worker from "../src/Worker.js"
 import { fake } from "./fake.js"
@@ -208,5 +214,87 @@ describe("workerTeardown.stop", () => {
   it("the bound is the session's interrupt allowance plus the stop escalation, plus slack", () => {
     expect(Duration.toMillis(WorkerTeardown.stopBound(undefined))).toBe(1000 + 2000 + 3000 + 1000)
     expect(Duration.toMillis(WorkerTeardown.stopBound({ stdinGrace: "200 millis", termGrace: "300 millis" }))).toBe(2500)
+  })
+})
+
+describe("forkLaunch", () => {
+  it("a custom worker's initial messages come before the prompt, as text blocks", () => {
+    expect(ForkLaunch.content({ label: "x", prompt: "go" })).toBe("go")
+    expect(ForkLaunch.content({ label: "x", mode: "custom", agentId: "a", initialMessages: [], prompt: "go" })).toBe("go")
+    expect(ForkLaunch.content({
+      label: "x",
+      mode: "custom",
+      agentId: "a",
+      initialMessages: ["first", [{ type: "text", text: "second" }]],
+      prompt: "go"
+    })).toEqual([{ type: "text", text: "first" }, { type: "text", text: "second" }, { type: "text", text: "go" }])
+  })
+
+  it("a worker's services: the parent's handlers only when interactive, else its own policy or none", () =>
+    Effect.gen(function*() {
+      const host = yield* ProcessHost.ProcessHost
+      const parentPolicy = Permissions.make(() => Effect.succeed(Permissions.allow()))
+      const ownPolicy = Permissions.make(() => Effect.succeed(Permissions.deny("mine")))
+      const hooks = { registrations: [] }
+      const elicitation = { elicit: () => Effect.succeed({ action: "decline" as const }) }
+      const shared: ForkLaunch.SharedHandlers = {
+        permissions: Option.some(parentPolicy),
+        hooks: Option.some(hooks),
+        elicitation: Option.some(elicitation)
+      }
+      const interactive = ForkLaunch.services({ label: "i", mode: "interactive", prompt: "p" }, host, shared)
+      expect(Context.getOption(interactive, Permissions.Permissions)).toEqual(Option.some(parentPolicy))
+      expect(Context.getOption(interactive, Hooks)).toEqual(Option.some(hooks))
+      expect(Context.getOption(interactive, Elicitation)).toEqual(Option.some(elicitation))
+      const own = ForkLaunch.services({ label: "o", prompt: "p", permissions: ownPolicy }, host, shared)
+      expect(Context.getOption(own, Permissions.Permissions)).toEqual(Option.some(ownPolicy))
+      expect(Option.isNone(Context.getOption(own, Hooks))).toBe(true)
+      const bare = ForkLaunch.services({ label: "b", prompt: "p" }, host, shared)
+      expect(Option.isNone(Context.getOption(bare, Permissions.Permissions))).toBe(true)
+      expect(Context.get(bare, ProcessHost.ProcessHost)).toBe(host)
+    }).pipe(Effect.provide(Live.layer), Effect.runPromise))
+})
+
+describe("workerRun.resultOf", () => {
+  const plan = (): ForkLaunch.ForkPlan => ({
+    mode: "isolated",
+    label: "probe",
+    description: "probe",
+    agentId: "probe-1",
+    sessionId: "worker-session",
+    parentSessionId: "parent-session",
+    cwd: "/cwd",
+    transcriptPath: "/t/worker-session.jsonl",
+    sidechain: { agentId: "probe-1", transcript: "/t/parent-session/subagents/agent-probe-1.jsonl", meta: "/t/agent-probe-1.meta.json" },
+    chain: { parentSessionId: "parent-session", agentId: "probe-1", cwd: "/cwd" },
+    sessionOptions: { cwd: "/cwd" },
+    content: "go",
+    timeout: undefined
+  })
+  const summary: Turn.TurnSummary = {
+    ...Turn.summarize([], { costBefore: 0, interrupted: true }),
+    origin: "host",
+    endReason: "interruptSettle",
+    liveTasks: []
+  }
+
+  it("carries the plan's ids and files, the summary, and how the CLI exited (nulls if it had to be stopped)", () => {
+    const exited = WorkerRun.resultOf(plan(), "a00000001", summary, Option.some({ code: 0, signal: null, stderrTail: "" }))
+    expect(exited).toMatchObject({
+      taskId: "a00000001",
+      label: "probe",
+      agentId: "probe-1",
+      mode: "isolated",
+      sessionId: "worker-session",
+      parentSessionId: "parent-session",
+      text: undefined,
+      subtype: undefined,
+      interrupted: true,
+      isError: false,
+      exit: { code: 0, signal: null },
+      transcriptPath: "/t/worker-session.jsonl",
+      sidechainPath: "/t/parent-session/subagents/agent-probe-1.jsonl"
+    })
+    expect(WorkerRun.resultOf(plan(), "a00000001", summary, Option.none()).exit).toEqual({ code: null, signal: null })
   })
 })
