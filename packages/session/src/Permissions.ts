@@ -1,9 +1,14 @@
 /**
  * Answers the CLI's `can_use_tool` requests.
  *
- * The CLI waits for the answer, so a missing or slow handler must never hang a
- * turn: with no `Permissions` service the session denies with a clear message,
- * and a handler that outlives its timeout is denied as well.
+ * A session always asks the CLI to send its permission questions over the bus
+ * (`--permission-prompt-tool stdio`), so the host decides, never the CLI's own
+ * non-interactive policy. The CLI waits for the answer, so a missing or slow
+ * handler must never hang a turn: with no `Permissions` service the session
+ * denies, with a message that names the missing handler (it shows in the tool
+ * result the model sees and in the transcript), and a handler that outlives
+ * its timeout is denied as well. Tools allowed up front (`allowedTools`) are
+ * never asked about.
  */
 import type { Control } from "@skein/protocol"
 import * as Context from "effect/Context"

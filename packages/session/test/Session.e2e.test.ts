@@ -64,6 +64,28 @@ describe("Session e2e with the real CLI", () => {
       expect((yield* session.state.get).pendingPermissions).toEqual([])
     }).pipe(Effect.provide(Live.layer)))
 
+  it.scopedLive("failure 11: with no Permissions service, a tool that needs approval is denied with a message naming the missing handler", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.toolUse("Bash", { command: "touch unasked.txt" }), FakeModel.text("Denied, then.")]
+      })
+      const d = yield* Live.dirs
+      const session = yield* Session.start(Live.liveOptions(model, d))
+      const turn = yield* session.send("Make the file")
+      const events = yield* Effect.fork(collect(turn.events))
+      const summary = yield* turn.result
+      expect(summary.text).toBe("Denied, then.")
+      expect(Fs.existsSync(Path.join(d.cwd, "unasked.txt"))).toBe(false)
+      // The CLI asked the host over the bus (it does so only with --permission-prompt-tool stdio)…
+      const asks = (yield* Fiber.join(events)).filter((e) =>
+        e._tag === "Message" && e.message.type === "control_request" && e.message.request.subtype === "can_use_tool"
+      )
+      expect(asks).toHaveLength(1)
+      // …and the model was told why, in words that name the fix.
+      const followUp = yield* model.awaitRequest(1, FakeModel.isConversation)
+      expect(JSON.stringify(followUp.body)).toContain("no permission handler")
+    }).pipe(Effect.provide(Live.layer)))
+
   it.scopedLive("interrupts a turn mid-stream: it resolves as interrupted, and the next turn works", () =>
     Effect.gen(function*() {
       const long = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ")

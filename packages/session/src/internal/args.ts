@@ -7,8 +7,9 @@ export interface FlagOptions {
   readonly includePartialMessages?: boolean | undefined
   /**
    * Ask the host about permissions over the bus (`--permission-prompt-tool stdio`).
-   * The session defaults it to whether a Permissions service is provided;
-   * without one, every request is denied with a message saying so.
+   * On by default: the host's `Permissions` service decides, and without one
+   * every request is denied with a message saying so. `false` leaves the
+   * decision to the CLI's own non-interactive policy.
    */
   readonly permissionPromptTool?: boolean | undefined
   readonly resume?: string | undefined
