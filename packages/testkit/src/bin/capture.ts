@@ -64,6 +64,11 @@ const session = Effect.fn("capture.session")(function*(options: {
     release,
     env: { CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: "1", ...options.env }
   })
+  if (release !== undefined) {
+    // The 2.0 line keeps background-task output under /tmp/claude/<cwd slug>/, whatever TMPDIR says.
+    const legacyTasks = Path.join("/tmp/claude", run.cwd.replace(/[^a-zA-Z0-9]/g, "-"))
+    yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(legacyTasks, { recursive: true, force: true })))
+  }
   const bytes = yield* Ref.make(Chunk.empty<Uint8Array>())
   const inbox = yield* Queue.unbounded<Json>()
   /** Whether this release prints `session_state_changed` at all (the 2.0 line does not). */
