@@ -10,6 +10,7 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as AtomicFile from "@skein/kernel/AtomicFile"
 import type { Transcript } from "@skein/protocol"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -113,8 +114,8 @@ export const render = (
 /**
  * Writes a branch of the transcript at `path` ending at `options.at`, and
  * returns the new session. The file appears whole or not at all (it is
- * written beside its final name and linked into place, never over an
- * existing session), with mode 0600.
+ * written and fsynced beside its final name and linked into place, never
+ * over an existing session, and the folder is fsynced after), with mode 0600.
  */
 export const branch: (
   path: string,
@@ -122,21 +123,18 @@ export const branch: (
 ) => Effect.Effect<Branched, ResumeLoader.LoadError | BranchWriteError, FileSystem.FileSystem> = Effect.fn(
   "Branch.branch"
 )(function*(path: string, options: Options) {
-  const fs = yield* FileSystem.FileSystem
   const conversation = yield* ResumeLoader.load(path, { ...options.loader, resumeAt: options.at })
   const sessionId = options.sessionId ?? Crypto.randomUUID()
   const parentSessionId = conversation.sessionId ?? Path.basename(path, ".jsonl")
   const { header, lines } = render(conversation, { sessionId, parentSessionId, at: options.at, now: new Date() })
   const directory = options.directory ?? Path.dirname(path)
   const target = Path.join(directory, `${sessionId}.jsonl`)
-  const temporary = `${target}.${process.pid}.tmp`
   const text = lines.map((line) => JSON.stringify(line)).join("\n") + "\n"
   const fail = (error: PlatformError) => new BranchWriteError({ path: target, message: error.message })
-  yield* fs.makeDirectory(directory, { recursive: true, mode: 0o700 }).pipe(Effect.mapError(fail))
-  // link, unlike rename, fails rather than replace an existing session.
-  yield* fs.writeFileString(temporary, text, { mode: 0o600, flag: "wx" }).pipe(
-    Effect.zipRight(fs.link(temporary, target)),
-    Effect.ensuring(Effect.ignore(fs.remove(temporary))),
+  // Synced, linked into place (link, unlike rename, fails rather than
+  // replace an existing session), then the folder synced.
+  yield* AtomicFile.makeDirectory(directory).pipe(
+    Effect.zipRight(AtomicFile.write(target, text, { replace: false })),
     Effect.mapError(fail)
   )
   return { sessionId, path: target, header, entries: conversation.entries.length }

@@ -18,10 +18,11 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { ProcessHost } from "@skein/kernel"
+import { AtomicFile } from "@skein/kernel"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Path from "node:path"
+import * as LiveRegistry from "./internal/liveRegistry.js"
 import { countMessages } from "./internal/messageCount.js"
 import * as TranscriptLayout from "./TranscriptLayout.js"
 import * as TranscriptStore from "./TranscriptStore.js"
@@ -45,12 +46,7 @@ export class SessionIndexError extends Schema.TaggedError<SessionIndexError>()("
  *
  * @since 0.0.0
  */
-export const LiveMarker = Schema.Struct({
-  pid: Schema.Number,
-  sessionId: Schema.String,
-  cwd: Schema.optional(Schema.String),
-  startedAt: Schema.Number
-})
+export const LiveMarker = LiveRegistry.LiveMarker
 
 /**
  * @since 0.0.0
@@ -135,46 +131,27 @@ export type Query =
 // ---------------------------------------------------------------------------
 
 /** @since 0.0.0 */
-export const liveDir = (root: string): string => Path.join(root, "skein", "live")
+export const liveDir: (root: string) => string = LiveRegistry.liveDir
 
 /** @since 0.0.0 */
 export const marksDir = (root: string): string => Path.join(root, "skein", "sessions")
 
-/** The CLI's own registry of running sessions. */
-const cliSessionsDir = (root: string): string => Path.join(root, "sessions")
-
-const isNotFound = (error: PlatformError) => error._tag === "SystemError" && error.reason === "NotFound"
+const isNotFound = LiveRegistry.isNotFound
 
 const readJsonObjects = (fs: FileSystem.FileSystem, dir: string) =>
-  Effect.gen(function*() {
-    const names = yield* fs.readDirectory(dir).pipe(
-      Effect.catchIf(isNotFound, () => Effect.succeed<ReadonlyArray<string>>([]))
-    )
-    const values: Array<unknown> = []
-    for (const name of names) {
-      if (!name.endsWith(".json")) continue
-      const text = yield* Effect.option(fs.readFileString(Path.join(dir, name)))
-      if (Option.isNone(text)) continue
-      try {
-        values.push(JSON.parse(text.value))
-      } catch {
-        // A marker being written or a stray file: not a record.
-      }
-    }
-    return values
-  }).pipe(Effect.mapError((error) => new SessionIndexError({ path: dir, message: error.message })))
+  LiveRegistry.readJsonObjects(fs, dir).pipe(
+    Effect.mapError((error) => new SessionIndexError({ path: dir, message: error.message }))
+  )
 
+/** Temp file, fsync, rename, fsync of the folder: a marker is whole or absent, also after a power loss. */
 const writeAtomic = (fs: FileSystem.FileSystem, path: string, value: unknown) =>
-  Effect.gen(function*() {
-    yield* fs.makeDirectory(Path.dirname(path), { recursive: true, mode: 0o700 })
-    const temp = `${path}.${process.pid}.tmp`
-    yield* fs.writeFileString(temp, `${JSON.stringify(value)}\n`, { mode: 0o600 })
-    yield* fs.rename(temp, path)
-  }).pipe(Effect.mapError((error) => new SessionIndexError({ path, message: error.message })))
+  AtomicFile.makeDirectory(Path.dirname(path)).pipe(
+    Effect.zipRight(AtomicFile.write(path, `${JSON.stringify(value)}\n`)),
+    Effect.provideService(FileSystem.FileSystem, fs),
+    Effect.mapError((error) => new SessionIndexError({ path, message: error.message }))
+  )
 
-const isLiveMarker = Schema.is(LiveMarker)
 const isSessionMark = Schema.is(SessionMark)
-const isCliRegistryEntry = Schema.is(Schema.Struct({ pid: Schema.Number, sessionId: Schema.String }))
 
 /**
  * The sessions held open by a live process right now: skein's markers and
@@ -183,17 +160,9 @@ const isCliRegistryEntry = Schema.is(Schema.Struct({ pid: Schema.Number, session
  * @since 0.0.0
  */
 export const liveSessions = (root: string): Effect.Effect<ReadonlyMap<string, number>, SessionIndexError, FileSystem.FileSystem> =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const live = new Map<string, number>()
-    for (const value of yield* readJsonObjects(fs, cliSessionsDir(root))) {
-      if (isCliRegistryEntry(value) && ProcessHost.isAlive(value.pid)) live.set(value.sessionId, value.pid)
-    }
-    for (const value of yield* readJsonObjects(fs, liveDir(root))) {
-      if (isLiveMarker(value) && ProcessHost.isAlive(value.pid)) live.set(value.sessionId, value.pid)
-    }
-    return live
-  })
+  Effect.flatMap(FileSystem.FileSystem, (fs) => LiveRegistry.liveSessions(fs, root)).pipe(
+    Effect.mapError((error) => new SessionIndexError({ path: root, message: error.message }))
+  )
 
 // ---------------------------------------------------------------------------
 // Head scan

@@ -13,23 +13,30 @@
  *   writer's scope closes) so that `tailScan` finds it in the last few KB.
  * - Opening an existing file first cuts a torn last line (a crash mid-write);
  *   reading never fails on a bad line, it reports a diagnostic.
+ * - Exclusive across processes: a writer holds the kernel's `FileLock` for
+ *   its scope, and a session that another live process holds (its CLI is
+ *   appending, as `SessionIndex` sees it) is refused before its tail is
+ *   touched.
+ * - Durable names: a created file, a new folder and every renamed-into-place
+ *   file (`.meta.json`) are fsynced into their folder.
  *
  * @since 0.0.0
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Actor from "@skein/kernel/Actor"
+import * as AtomicFile from "@skein/kernel/AtomicFile"
+import * as FileLock from "@skein/kernel/FileLock"
 import * as Lenient from "@skein/protocol/Lenient"
 import * as Transcript from "@skein/protocol/Transcript"
 import {
+  Clock,
   Context,
   Duration,
   Effect,
   ExecutionStrategy,
-  HashSet,
   Layer,
   Option,
-  Ref,
   Schedule,
   Schema,
   Scope,
@@ -38,6 +45,7 @@ import {
 import * as Path from "node:path"
 import { TranscriptNotFound, TranscriptReadError } from "./ResumeLoader.js"
 import * as Jsonl from "./internal/jsonlFile.js"
+import * as LiveRegistry from "./internal/liveRegistry.js"
 import * as TranscriptLayout from "./TranscriptLayout.js"
 
 export {
@@ -74,13 +82,37 @@ export class TranscriptWriteError extends Schema.TaggedError<TranscriptWriteErro
 }) {}
 
 /**
- * Another writer of this store already has the file open.
+ * Another writer holds the file, in this process or in another one (`pid`,
+ * since `since`): its scope holds the file's lock. Retry once it has closed.
  *
  * @since 0.0.0
  */
 export class TranscriptWriterBusy extends Schema.TaggedError<TranscriptWriterBusy>()("TranscriptWriterBusy", {
-  path: Schema.String
-}) {}
+  path: Schema.String,
+  pid: Schema.Number,
+  since: Schema.DateFromSelf
+}) {
+  override get message(): string {
+    return `${this.path} has a writer in pid ${this.pid} since ${this.since.toISOString()}`
+  }
+}
+
+/**
+ * Another live process holds the session (a CLI appending to it, or another
+ * runtime's session): a second writer would interleave with it, and cutting
+ * its in-flight last line would corrupt it. The file was left untouched.
+ *
+ * @since 0.0.0
+ */
+export class TranscriptLive extends Schema.TaggedError<TranscriptLive>()("TranscriptLive", {
+  path: Schema.String,
+  sessionId: Schema.String,
+  pid: Schema.Number
+}) {
+  override get message(): string {
+    return `session ${this.sessionId} is live in pid ${this.pid}, which may be appending to ${this.path}`
+  }
+}
 
 /**
  * The writer was closed (its scope ended) before the request was handled.
@@ -226,6 +258,30 @@ export interface WriterOptions {
 }
 
 /**
+ * Which file a writer writes, and what makes it the only writer.
+ *
+ * @since 0.0.0
+ */
+export interface WriterTarget {
+  readonly path: string
+  readonly sessionId: string
+  /**
+   * The `FileLock` held for the writer's scope, shared by every process.
+   * Writers of one file must agree on it. Default `lockPathOf(path)`;
+   * `TranscriptStore` writers use `lockPathOf(path, root)`.
+   */
+  readonly lockPath?: string | undefined
+  /**
+   * A config root whose live sessions (skein's live markers and the CLI's
+   * own registry, as `SessionIndex` reads them) are checked: if another live
+   * process holds `sessionId`, opening fails with `TranscriptLive` and
+   * leaves the file as it is. Leave it out for sidechains, which the
+   * parent's live CLI never writes.
+   */
+  readonly liveRoot?: string | undefined
+}
+
+/**
  * The single writer of one transcript file.
  *
  * @since 0.0.0
@@ -247,6 +303,25 @@ export interface Writer {
   readonly created: Effect.Effect<boolean>
   /** The latest entry of each metadata kind, by type. */
   readonly metadata: Effect.Effect<ReadonlyMap<string, Entry>>
+}
+
+/**
+ * Where the lock of a transcript's writer lives: under
+ * `<root>/skein/locks/`, mirroring the transcript's place below `root`,
+ * when the transcript is inside `root` (so the CLI's folders hold only its
+ * own files, and a session that never starts leaves no folder there);
+ * otherwise beside the file, as `<path>.lock`.
+ *
+ * @since 0.0.0
+ */
+export const lockPathOf = (path: string, root?: string): string => {
+  if (root !== undefined) {
+    const relative = Path.relative(root, path)
+    if (relative !== "" && !relative.startsWith("..") && !Path.isAbsolute(relative)) {
+      return Path.join(root, "skein", "locks", `${relative}.lock`)
+    }
+  }
+  return `${path}.lock`
 }
 
 type Reply = Actor.Reply<void, TranscriptWriteError>
@@ -272,52 +347,63 @@ const encoder = new TextEncoder()
 
 const line = (entry: Entry): string => `${JSON.stringify(entry)}\n`
 
-/**
- * Opens the writer of one transcript file in the current scope; closing the
- * scope re-appends the metadata (unless disabled), fsyncs and closes the file.
- * An existing file is repaired first (see `TornTail`) and its latest metadata
- * is read back from its tail.
- *
- * @since 0.0.0
- */
-export const makeWriter = Effect.fn("TranscriptStore.makeWriter")(function*(
-  options: WriterOptions & { readonly path: string; readonly sessionId: string }
-): Effect.fn.Return<Writer, TranscriptWriteError, Scope.Scope | FileSystem.FileSystem> {
-  const fs = yield* FileSystem.FileSystem
-  const scope = yield* Effect.scope
-  const path = options.path
-  const policy = options.fsync ?? perEntry
-  const writeError = (error: PlatformError | string) =>
-    new TranscriptWriteError({ path, message: typeof error === "string" ? error : error.message })
+const toWriteError = (path: string) => (error: PlatformError | string) =>
+  new TranscriptWriteError({ path, message: typeof error === "string" ? error : error.message })
 
-  // Closed last, after the actor has written its final re-append.
-  const fileScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-  const openFile = Effect.gen(function*() {
-    yield* fs.makeDirectory(Path.dirname(path), { recursive: true, mode: 0o700 })
-    return yield* Scope.extend(fs.open(path, { flag: "a", mode: 0o600 }), fileScope)
+/**
+ * Holds the writer's lock for the current scope. It is taken with the real
+ * clock (its stamps are read by other processes) and never goes stale: only
+ * a dead holder's lock is taken over.
+ */
+const exclusive = (path: string, lockPath: string) =>
+  Effect.gen(function*() {
+    yield* Effect.mapError(AtomicFile.makeDirectory(Path.dirname(lockPath)), toWriteError(path))
+    yield* FileLock.acquire(lockPath, { staleAfter: Duration.infinity }).pipe(
+      Effect.withClock(Clock.make()),
+      Effect.catchTags({
+        LockHeld: (held) => new TranscriptWriterBusy({ path, pid: held.pid, since: held.since }),
+        FileLockError: (error) => toWriteError(path)(error.message)
+      })
+    )
   })
 
-  const exists = yield* Effect.mapError(fs.exists(path), writeError)
-  let repairs: ReadonlyArray<TornTail> = []
-  let file: FileSystem.File | undefined
-  let latest: ReadonlyMap<string, Entry> = new Map()
-  if (exists) {
-    repairs = yield* Effect.mapError(Jsonl.repairTail(fs, path), writeError)
+/** Fails with `TranscriptLive` when another live process holds `sessionId` under `root`. */
+const refuseLive = (path: string, sessionId: string, root: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => LiveRegistry.liveSessions(fs, root)).pipe(
+    Effect.mapError(toWriteError(path)),
+    Effect.flatMap((live) => {
+      const pid = live.get(sessionId)
+      return pid === undefined || pid === process.pid
+        ? Effect.void
+        : Effect.fail(new TranscriptLive({ path, sessionId, pid }))
+    })
+  )
+
+/** Cuts a torn tail of an existing file and reads its latest metadata back. */
+const resumeExisting = (path: string, tailScanBytes: number | undefined) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const repairs = yield* Effect.mapError(Jsonl.repairTail(fs, path), toWriteError(path))
     for (const repair of repairs) {
       yield* Effect.logWarning("TranscriptStore: cut a torn tail before appending").pipe(
         Effect.annotateLogs({ path, offset: repair.offset, bytes: repair.bytes, reason: repair.reason })
       )
     }
     const tail = yield* Effect.mapError(
-      tailScan(path, { bytes: options.tailScanBytes }),
-      (error) => writeError(error._tag === "TranscriptNotFound" ? "the file vanished" : error.message)
+      tailScan(path, { bytes: tailScanBytes }),
+      (error) => toWriteError(path)(error._tag === "TranscriptNotFound" ? "the file vanished" : error.message)
     )
-    latest = tail.latest
-    file = yield* Effect.mapError(openFile, writeError)
-  } else if (options.lazy === false) {
-    file = yield* Effect.mapError(openFile, writeError)
-  }
+    return { repairs, latest: tail.latest }
+  })
 
+/** The actor's message handler: appends, re-appends and fsyncs, one message at a time. */
+const writerHandler = (options: {
+  readonly path: string
+  readonly policy: FsyncPolicy
+  /** Creates the file (and its folders), durably. */
+  readonly create: Effect.Effect<FileSystem.File, PlatformError>
+}) => {
+  const { create, path, policy } = options
   const sync = (state: State): Effect.Effect<State, PlatformError> =>
     state.file === undefined || state.unsynced === 0
       ? Effect.succeed(state)
@@ -325,7 +411,7 @@ export const makeWriter = Effect.fn("TranscriptStore.makeWriter")(function*(
 
   const write = (state: State, lines: ReadonlyArray<string>, count: number): Effect.Effect<State, PlatformError> =>
     Effect.gen(function*() {
-      const target = state.file ?? (yield* openFile)
+      const target = state.file ?? (yield* create)
       const text = state.pending.join("") + lines.join("")
       yield* target.writeAll(encoder.encode(text))
       const next: State = { ...state, file: target, pending: [], unsynced: state.unsynced + count + state.pending.length }
@@ -344,13 +430,29 @@ export const makeWriter = Effect.fn("TranscriptStore.makeWriter")(function*(
     return Effect.map(write(state, lines, lines.length), (next) => ({ ...next, tailIsMetadata: true }))
   }
 
+  const append = (state: State, entries: ReadonlyArray<Entry>): Effect.Effect<State, PlatformError> => {
+    const latest = new Map(state.latest)
+    for (const entry of entries) {
+      const type = entryType(entry)
+      if (isMetadataType(type)) latest.set(type, entry)
+    }
+    const lines = entries.map(line)
+    const withLatest: State = { ...state, latest, tailIsMetadata: false }
+    if (withLatest.file === undefined && !entries.some(startsFile)) {
+      return Effect.succeed({ ...withLatest, pending: [...withLatest.pending, ...lines] })
+    }
+    return write(withLatest, lines, entries.length).pipe(
+      Effect.flatMap((next) => entries.some(isCompactSummary) ? reAppend(next) : Effect.succeed(next))
+    )
+  }
+
   const guarded = (
     state: State,
     reply: Reply | undefined,
     f: (state: State) => Effect.Effect<State, PlatformError>
   ): Effect.Effect<State> => {
     if (state.broken !== undefined) {
-      const error = writeError(`an earlier write failed: ${state.broken}`)
+      const error = toWriteError(path)(`an earlier write failed: ${state.broken}`)
       return Effect.as(reply === undefined ? Effect.void : reply.fail(error), state)
     }
     return f(state).pipe(
@@ -358,42 +460,86 @@ export const makeWriter = Effect.fn("TranscriptStore.makeWriter")(function*(
       Effect.catchAll((error) =>
         Effect.gen(function*() {
           yield* Effect.logError("TranscriptStore: write failed").pipe(Effect.annotateLogs({ path, error: error.message }))
-          if (reply !== undefined) yield* reply.fail(writeError(error))
+          if (reply !== undefined) yield* reply.fail(toWriteError(path)(error))
           return { ...state, broken: error.message }
         })
       )
     )
   }
 
-  const handle = (state: State, message: Message): Effect.Effect<State> => {
+  return (state: State, message: Message): Effect.Effect<State> => {
     switch (message._tag) {
       case "Append":
-        return guarded(state, message.reply, (state) => {
-          const latest = new Map(state.latest)
-          for (const entry of message.entries) {
-            const type = entryType(entry)
-            if (isMetadataType(type)) latest.set(type, entry)
-          }
-          const lines = message.entries.map(line)
-          const withLatest: State = { ...state, latest, tailIsMetadata: false }
-          if (withLatest.file === undefined && !message.entries.some(startsFile)) {
-            return Effect.succeed({ ...withLatest, pending: [...withLatest.pending, ...lines] })
-          }
-          return write(withLatest, lines, message.entries.length).pipe(
-            Effect.flatMap((next) => message.entries.some(isCompactSummary) ? reAppend(next) : Effect.succeed(next))
-          )
-        })
+        return guarded(state, message.reply, (state) => append(state, message.entries))
       case "ReAppend":
         return guarded(state, message.reply, reAppend)
       case "Flush":
         return guarded(state, message.reply, sync)
     }
   }
+}
+
+/**
+ * Opens the writer of one transcript file in the current scope.
+ *
+ * - It holds the file's `FileLock` (see `WriterTarget.lockPath`) for the
+ *   scope: a second writer, in this process or another, fails at once with
+ *   `TranscriptWriterBusy` naming the holder's pid. It does not wait: the
+ *   holder is usually a whole session, and a caller that wants to wait can
+ *   retry on that error.
+ * - With `liveRoot`, a session another live process holds (its CLI is
+ *   appending) fails with `TranscriptLive` before anything is read or cut.
+ * - An existing file is then repaired (see `TornTail`) and its latest
+ *   metadata is read back from its tail. A file it creates, and its new
+ *   folders, are fsynced into their folders.
+ * - Closing the scope re-appends the metadata (unless disabled), fsyncs,
+ *   closes the file, and gives the lock back.
+ *
+ * @since 0.0.0
+ */
+export const makeWriter = Effect.fn("TranscriptStore.makeWriter")(function*(
+  options: WriterOptions & WriterTarget
+): Effect.fn.Return<
+  Writer,
+  TranscriptWriteError | TranscriptWriterBusy | TranscriptLive,
+  Scope.Scope | FileSystem.FileSystem
+> {
+  const fs = yield* FileSystem.FileSystem
+  const scope = yield* Effect.scope
+  const path = options.path
+  const policy = options.fsync ?? perEntry
+  yield* exclusive(path, options.lockPath ?? lockPathOf(path))
+  if (options.liveRoot !== undefined) yield* refuseLive(path, options.sessionId, options.liveRoot)
+
+  // Closed after the actor has written its final re-append, and before the lock is given back.
+  const fileScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+  const openFile = (isNew: boolean) =>
+    Effect.gen(function*() {
+      yield* AtomicFile.makeDirectory(Path.dirname(path))
+      const file = yield* Scope.extend(fs.open(path, { flag: "a", mode: 0o600 }), fileScope)
+      // The new name is in the folder only once the folder is synced.
+      if (isNew) yield* AtomicFile.syncDirectory(Path.dirname(path))
+      return file
+    }).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+
+  const existing = (yield* Effect.mapError(fs.exists(path), toWriteError(path)))
+    ? yield* resumeExisting(path, options.tailScanBytes)
+    : undefined
+  const file = existing !== undefined || options.lazy === false
+    ? yield* Effect.mapError(openFile(existing === undefined), toWriteError(path))
+    : undefined
 
   const actor = yield* Actor.make<State, Message>({
     name: `transcript:${options.sessionId}`,
-    initial: { file, pending: [], unsynced: 0, latest, tailIsMetadata: false, broken: undefined },
-    handle
+    initial: {
+      file,
+      pending: [],
+      unsynced: 0,
+      latest: existing?.latest ?? new Map(),
+      tailIsMetadata: false,
+      broken: undefined
+    },
+    handle: writerHandler({ path, policy, create: openFile(true) })
   })
 
   const ask = (f: (reply: Reply) => Message) =>
@@ -432,7 +578,7 @@ export const makeWriter = Effect.fn("TranscriptStore.makeWriter")(function*(
   return {
     path,
     sessionId: options.sessionId,
-    repairs,
+    repairs: existing?.repairs ?? [],
     append: (entry) => appendAll([entry]),
     appendAll,
     reAppendMetadata: ask((reply) => ({ _tag: "ReAppend", reply })),
@@ -620,7 +766,9 @@ export const tailScan = Effect.fn("TranscriptStore.tailScan")(function*(
 // ---------------------------------------------------------------------------
 
 /**
- * Writes a subagent's `.meta.json` (0600), replacing any earlier one.
+ * Writes a subagent's `.meta.json` (0600), replacing any earlier one: through
+ * a synced temp file renamed into place, then a sync of the folder, so it is
+ * the old file or the new one even after a power loss.
  *
  * @since 0.0.0
  */
@@ -628,13 +776,10 @@ export const writeSubagentMeta = Effect.fn("TranscriptStore.writeSubagentMeta")(
   paths: TranscriptLayout.SubagentPaths,
   meta: Lenient.JsonObject
 ): Effect.fn.Return<void, TranscriptWriteError, FileSystem.FileSystem> {
-  const fs = yield* FileSystem.FileSystem
-  const temp = `${paths.meta}.${process.pid}.tmp`
-  yield* Effect.gen(function*() {
-    yield* fs.makeDirectory(Path.dirname(paths.meta), { recursive: true, mode: 0o700 })
-    yield* fs.writeFileString(temp, `${JSON.stringify(meta)}\n`, { mode: 0o600 })
-    yield* fs.rename(temp, paths.meta)
-  }).pipe(Effect.mapError((error) => new TranscriptWriteError({ path: paths.meta, message: error.message })))
+  yield* AtomicFile.makeDirectory(Path.dirname(paths.meta)).pipe(
+    Effect.zipRight(AtomicFile.write(paths.meta, `${JSON.stringify(meta)}\n`)),
+    Effect.mapError((error) => new TranscriptWriteError({ path: paths.meta, message: error.message }))
+  )
 })
 
 /**
@@ -688,19 +833,26 @@ export const listSubagents = Effect.fn("TranscriptStore.listSubagents")(function
 // ---------------------------------------------------------------------------
 
 /**
- * Transcripts under a `TranscriptLayout` root, with at most one writer per file.
+ * Transcripts under a `TranscriptLayout` root, with at most one writer per
+ * file across processes. Writer locks live under `<root>/skein/locks/`.
  *
  * @since 0.0.0
  */
 export class TranscriptStore extends Context.Tag("@skein/store/TranscriptStore")<TranscriptStore, {
   readonly layout: TranscriptLayout.TranscriptLayout["Type"]
-  /** The writer of a session's main chain, for the scope's lifetime. */
+  /**
+   * The writer of a session's main chain, for the scope's lifetime. Fails
+   * with `TranscriptWriterBusy` while another writer has it, and with
+   * `TranscriptLive` while another live process (the session's CLI) holds
+   * the session; in both cases the file is left untouched.
+   */
   readonly open: (
     options: WriterOptions & { readonly cwd: string; readonly sessionId: string }
-  ) => Effect.Effect<Writer, TranscriptWriteError | TranscriptWriterBusy, Scope.Scope>
+  ) => Effect.Effect<Writer, TranscriptWriteError | TranscriptWriterBusy | TranscriptLive, Scope.Scope>
   /**
    * The writer of a subagent transcript (`<sessionId>/subagents/agent-<agentId>.jsonl`),
-   * writing `meta` to its `.meta.json` first when given. Its entries stay out of the main chain.
+   * then writing `meta` to its `.meta.json` when given. Its entries stay out
+   * of the main chain, so the parent session may be live meanwhile.
    */
   readonly openSidechain: (
     options: WriterOptions & {
@@ -732,33 +884,25 @@ export class TranscriptStore extends Context.Tag("@skein/store/TranscriptStore")
 export const make = Effect.gen(function*() {
   const layout = yield* TranscriptLayout.TranscriptLayout
   const fs = yield* FileSystem.FileSystem
-  const open = yield* Ref.make(HashSet.empty<string>())
-
-  const claim = (path: string) =>
-    Effect.acquireRelease(
-      Ref.modify(open, (paths) =>
-        HashSet.has(paths, path) ? [false, paths] : [true, HashSet.add(paths, path)]
-      ).pipe(Effect.filterOrFail((claimed) => claimed, () => new TranscriptWriterBusy({ path }))),
-      () => Ref.update(open, HashSet.remove(path))
-    )
-
-  const writerAt = (path: string, sessionId: string, options: WriterOptions) =>
-    Effect.gen(function*() {
-      yield* claim(path)
-      return yield* makeWriter({ ...options, path, sessionId })
-    }).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+  const provideFs = Effect.provideService(FileSystem.FileSystem, fs)
+  const lockPath = (path: string) => lockPathOf(path, layout.root)
 
   return TranscriptStore.of({
     layout,
-    open: (options) => writerAt(layout.session(options.cwd, options.sessionId).transcript, options.sessionId, options),
+    open: (options) => {
+      const path = layout.session(options.cwd, options.sessionId).transcript
+      return provideFs(makeWriter({ ...options, path, lockPath: lockPath(path), liveRoot: layout.root }))
+    },
     openSidechain: (options) =>
       Effect.gen(function*() {
         const paths = layout.session(options.cwd, options.sessionId).subagent(options.agentId)
-        if (options.meta !== undefined) {
-          yield* writeSubagentMeta(paths, options.meta).pipe(Effect.provideService(FileSystem.FileSystem, fs))
-        }
-        return yield* writerAt(paths.transcript, options.sessionId, options)
-      }),
+        const writer = yield* makeWriter({ ...options, path: paths.transcript, lockPath: lockPath(paths.transcript) }).pipe(
+          // Only a writer given `liveRoot` checks liveness.
+          Effect.catchTag("TranscriptLive", Effect.die)
+        )
+        if (options.meta !== undefined) yield* writeSubagentMeta(paths, options.meta)
+        return writer
+      }).pipe(provideFs),
     read: (cwd, sessionId) =>
       read(layout.session(cwd, sessionId).transcript).pipe(Effect.provideService(FileSystem.FileSystem, fs)),
     readSidechain: (cwd, sessionId, agentId) =>
