@@ -18,37 +18,64 @@
  * - a part's id starts with its message's key, then 4 hex digits of its slot
  *   in the message (retries, step-start, block `i` at 0x200 + i, step-finish
  *   last), then 10 hash characters: parts sort in order within a message;
- * - the hash inputs are the CLI's session UUID plus the API message id and
- *   block index (parts), the entry uuid (user messages and compaction), the
- *   `request_id` (permissions and questions).
+ * - the hash inputs are the CLI's session UUID plus the API message id
+ *   (assistant messages), the entry uuid (user messages, compaction), the
+ *   `request_id` (permissions and questions); a part's hash is its message's,
+ *   mixed with its slot (the block index for content blocks).
  */
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-/** FNV-1a, 32 bits, with a seed: cheap, stable, and good enough to tell identities apart. */
-const fnv = (text: string, seed: number): number => {
-  let h = (0x811c9dc5 ^ seed) >>> 0
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i)
-    h = Math.imul(h, 0x01000193) >>> 0
-  }
-  return h
+const CODES = Array.from(BASE62, (c) => c.charCodeAt(0))
+
+/** Three 32-bit lanes hashed from an identity string, FNV-1a style, in int32 arithmetic. */
+export interface Seed {
+  readonly a: number
+  readonly b: number
+  readonly c: number
 }
 
-/** `length` base62 characters derived from `text`. */
-export const hash = (text: string, length: number): string => {
-  let out = ""
-  let round = 0
-  while (out.length < length) {
-    let h = fnv(text, round * 0x9e3779b1)
-    for (let i = 0; i < 5 && out.length < length; i++) {
-      out += BASE62[h % 62]
+export const seed = (identity: string): Seed => {
+  let a = 0x811c9dc5 | 0
+  let b = 0x01000193 | 0
+  let c = 0x5bd1e995 | 0
+  for (let i = 0; i < identity.length; i++) {
+    const code = identity.charCodeAt(i)
+    a = Math.imul(a ^ code, 0x01000193)
+    b = Math.imul(b ^ code, 0x5bd1e995)
+    c = Math.imul(c ^ code, 0x27d4eb2d)
+  }
+  return { a, b, c }
+}
+
+const mix = (lane: number, salt: number): number => {
+  let h = Math.imul(lane ^ salt, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  return (h ^ (h >>> 16)) >>> 0
+}
+
+const digits: Array<number> = []
+
+/**
+ * `length` (≤ 15) base62 characters from a seed and a salt. Parts mint their
+ * ids from their message's seed and their slot, so a part costs no pass over
+ * a string.
+ */
+export const chars = (from: Seed, salt: number, length: number): string => {
+  digits.length = 0
+  for (const lane of [from.a, from.b, from.c]) {
+    let h = mix(lane, salt)
+    for (let i = 0; i < 5; i++) {
+      digits.push(CODES[h % 62]!)
       h = Math.floor(h / 62)
     }
-    round++
   }
-  return out
+  return String.fromCharCode(...digits.slice(0, length))
 }
+
+/** `length` (≤ 15) base62 characters derived from `text`. */
+export const hash = (text: string, length: number): string => chars(seed(text), 0, length)
 
 const hex = (value: number, digits: number): string => {
   const clamped = Math.max(0, Math.min(Math.floor(value), 16 ** digits - 1))
@@ -70,8 +97,8 @@ export const sortKey = (clockMillis: number, ordinal: number): number =>
 export type Prefix = "ses" | "msg" | "prt" | "per" | "que"
 
 /** An id whose order is `key`'s, and whose rest identifies `identity`. */
-export const make = (prefix: Prefix, key: number, identity: string): string =>
-  `${prefix}_${hex(key, 12)}${hash(identity, 14)}`
+export const make = (prefix: Prefix, key: number, identity: string | Seed): string =>
+  `${prefix}_${hex(key, 12)}${chars(typeof identity === "string" ? seed(identity) : identity, 0, 14)}`
 
 /** Slots of the parts within one message, in display order. */
 export const Slot = {
@@ -82,9 +109,9 @@ export const Slot = {
   stepFinish: 0xffff
 } as const
 
-/** A part of the message whose key is `messageKey`. */
-export const part = (messageKey: number, slot: number, identity: string): string =>
-  `prt_${hex(messageKey, 12)}${hex(slot, 4)}${hash(identity, 10)}`
+/** The part in `slot` of the message whose key is `messageKey` and whose identity is `message`. */
+export const part = (messageKey: number, slot: number, message: Seed): string =>
+  `prt_${hex(messageKey, 12)}${hex(slot, 4)}${chars(message, slot + 1, 10)}`
 
 /**
  * A session id from the CLI's session UUID. `createdAt` (epoch ms), when the

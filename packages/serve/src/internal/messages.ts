@@ -38,7 +38,8 @@ export const openAssistant = (
   options: { readonly model: string; readonly usage: StepUsage; readonly streamed: boolean }
 ): State => {
   const key = Ids.sortKey(state.clock, Ids.ASSISTANT_ORDINAL + state.assistantOrdinal)
-  const id = Ids.make("msg", key, identity(state, apiId))
+  const seed = Ids.seed(identity(state, apiId))
+  const id = Ids.make("msg", key, seed)
   const cwd = state.cwd ?? ""
   const info: Canonical.AssistantMessage = {
     id,
@@ -57,7 +58,7 @@ export const openAssistant = (
   events.push(messageUpdated(state, info))
   for (const retry of state.pendingRetries) {
     events.push(partUpdated(state, {
-      id: Ids.part(key, Ids.Slot.retry(retry.attempt), identity(state, apiId, "retry", retry.attempt)),
+      id: Ids.part(key, Ids.Slot.retry(retry.attempt), seed),
       sessionID: state.sessionID,
       messageID: id,
       type: "retry",
@@ -67,7 +68,7 @@ export const openAssistant = (
     }))
   }
   events.push(partUpdated(state, {
-    id: Ids.part(key, Ids.Slot.stepStart, identity(state, apiId, "step-start")),
+    id: Ids.part(key, Ids.Slot.stepStart, seed),
     sessionID: state.sessionID,
     messageID: id,
     type: "step-start"
@@ -75,6 +76,7 @@ export const openAssistant = (
   const message: OpenMessage = {
     apiId,
     key,
+    seed,
     info,
     blocks: new Map(),
     streamed: options.streamed,
@@ -98,7 +100,7 @@ export interface BlockStart {
 
 /** The first `message.part.updated` of a block: empty text, reasoning, or a pending tool. */
 export const openBlock = (state: State, events: Events, message: OpenMessage, start: BlockStart): State => {
-  const partID = Ids.part(message.key, Ids.Slot.block(start.index), identity(state, message.apiId, start.index))
+  const partID = Ids.part(message.key, Ids.Slot.block(start.index), message.seed)
   const block: Block = {
     index: start.index,
     kind: start.kind,
@@ -221,7 +223,7 @@ export const finishAssistant = (state: State, events: Events): State => {
   const reason = message.stopReason ?? "unknown"
   const tokens = tokensOf(message.usage)
   events.push(partUpdated(next, {
-    id: Ids.part(message.key, Ids.Slot.stepFinish, identity(state, message.apiId, "step-finish")),
+    id: Ids.part(message.key, Ids.Slot.stepFinish, message.seed),
     sessionID: state.sessionID,
     messageID: message.info.id,
     type: "step-finish",
@@ -254,11 +256,12 @@ export const openUser = (
 ): State => {
   const ordinal = state.userOrdinal + 1
   const key = Ids.sortKey(state.clock, ordinal)
-  const id = Ids.make("msg", key, identity(state, options.uuid))
+  const seed = Ids.seed(identity(state, options.uuid))
+  const id = Ids.make("msg", key, seed)
   events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created } }))
   options.texts.forEach((text, index) => {
     events.push(partUpdated(state, {
-      id: Ids.part(key, Ids.Slot.block(index), identity(state, options.uuid, index)),
+      id: Ids.part(key, Ids.Slot.block(index), seed),
       sessionID: state.sessionID,
       messageID: id,
       type: "text",

@@ -43,6 +43,8 @@ export interface StepUsage {
 export interface OpenMessage {
   readonly apiId: string
   readonly key: number
+  /** Hash seed of the message's identity: its parts' ids derive from it. */
+  readonly seed: Ids.Seed
   readonly info: Canonical.AssistantMessage
   readonly blocks: ReadonlyMap<number, Block>
   /** Seen through `stream_event`s: whole `assistant` messages only confirm it. */

@@ -68,11 +68,11 @@ export const onCompaction = (state: State, events: Events, boundary: { readonly 
   const open = state.message === undefined ? state : finishAssistant(state, events)
   const ordinal = open.userOrdinal + 1
   const key = Ids.sortKey(open.clock, ordinal)
-  const identity = `${state.options.cliSessionId}/${boundary.uuid}`
-  const id = Ids.make("msg", key, identity)
+  const seed = Ids.seed(`${state.options.cliSessionId}/${boundary.uuid}`)
+  const id = Ids.make("msg", key, seed)
   events.push(messageUpdated(open, { id, sessionID: open.sessionID, role: "user", time: { created: open.clock } }))
   events.push(partUpdated(open, {
-    id: Ids.part(key, Ids.Slot.compaction, `${identity}/compaction`),
+    id: Ids.part(key, Ids.Slot.compaction, seed),
     sessionID: open.sessionID,
     messageID: id,
     type: "compaction",

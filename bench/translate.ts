@@ -1,0 +1,79 @@
+/**
+ * Translation cost: decode + canonical translation against decode alone over
+ * the same bytes, measured in the same run.
+ *
+ *   npx tsx bench/translate.ts            # 50 MB corpus
+ *   npx tsx bench/translate.ts 200 7      # 200 MB, 7 rounds
+ *
+ * The corpus is the real CLI captures in packages/protocol/test/fixtures
+ * (2.1.332), replicated; each copy of a capture is translated as a session of
+ * its own, with its turn boundaries from the turn tracker, as
+ * `examples/canonical.ts` does. Runs alternate between contenders and the
+ * median is reported, since the machines are shared and noisy. Target:
+ * decode + translate keeps at least 0.5x of decode-only throughput.
+ */
+import { CliMessage, Lenient } from "@skein/protocol"
+import { EventTranslator } from "@skein/serve"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+const targetMB = Number(process.argv[2] ?? 50)
+const rounds = Number(process.argv[3] ?? 5)
+
+const fixtures = path.join(import.meta.dirname, "../packages/protocol/test/fixtures")
+const files = fs.readdirSync(fixtures).filter((f) => f.endsWith(".ndjson")).sort()
+if (files.length === 0) throw new Error(`no captures in ${fixtures}`)
+const seeds = files.map((f) => new Uint8Array(fs.readFileSync(path.join(fixtures, f))))
+const seedBytes = seeds.reduce((n, s) => n + s.length, 0)
+const copies = Math.ceil((targetMB * 1024 * 1024) / seedBytes)
+/** One session per capture copy; the translator keeps per-session state. */
+const sessions: ReadonlyArray<Uint8Array> = Array.from({ length: copies }, () => seeds).flat()
+const megabytes = (seedBytes * copies) / (1024 * 1024)
+
+const decodeOnly = (): number => {
+  let n = 0
+  for (const bytes of sessions) n += Lenient.decodeAll(CliMessage.decoder, bytes).length
+  return n
+}
+
+let eventCount = 0
+const decodeAndTranslate = (): number => {
+  let n = 0
+  let events = 0
+  for (const bytes of sessions) {
+    const decoded = Lenient.decodeAll(CliMessage.decoder, bytes)
+    events += EventTranslator.translateAll({ cliSessionId: EventTranslator.cliSessionIdOf(decoded) ?? "" }, decoded).length
+    n += decoded.length
+  }
+  eventCount = events
+  return n
+}
+
+const contenders = { "decode only": decodeOnly, "decode + translate": decodeAndTranslate }
+const times: Record<string, Array<number>> = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]))
+let lineCount = 0
+
+for (let round = 0; round < rounds + 1; round++) {
+  for (const [name, run] of Object.entries(contenders)) {
+    const start = process.hrtime.bigint()
+    const lines = run()
+    const ms = Number(process.hrtime.bigint() - start) / 1e6
+    if (lineCount === 0) lineCount = lines
+    else if (lines !== lineCount) throw new Error(`${name} saw ${lines} lines, expected ${lineCount}`)
+    if (round > 0) times[name]!.push(ms) // round 0 warms up the JIT
+  }
+}
+
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const base = median(times["decode only"]!)
+console.log(
+  `corpus: ${files.length} captures x ${copies} = ${megabytes.toFixed(1)} MB, ${lineCount} lines, ${eventCount} canonical events; median of ${rounds} rounds`
+)
+for (const name of Object.keys(contenders)) {
+  const ms = median(times[name]!)
+  console.log(
+    `${name.padEnd(20)} ${ms.toFixed(0).padStart(6)} ms  ${(megabytes / (ms / 1000)).toFixed(1).padStart(7)} MB/s  ${
+      (lineCount / (ms / 1000) / 1000).toFixed(0).padStart(6)
+    }k lines/s  ${(base / ms).toFixed(2)}x decode-only throughput`
+  )
+}
