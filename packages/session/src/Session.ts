@@ -290,23 +290,9 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     }).pipe(Effect.forkIn(scope))
   }
 
-  // Closing the scope: ask the CLI to interrupt a live turn (bounded: the CLI
-  // may never answer, and a finalizer cannot be interrupted from outside),
-  // close stdin, fail what is pending; ProcessHost then escalates to signals.
-  const stdinGrace = options.stopTimeouts?.stdinGrace ?? ProcessHost.defaultStopTimeouts.stdinGrace
   yield* Effect.addFinalizer(() =>
-    Effect.gen(function*() {
-      if ((yield* turns.busy) && Option.isNone(yield* endedWith)) {
-        yield* control.request({ subtype: "interrupt" }).pipe(
-          Effect.interruptible,
-          Effect.timeout(Duration.min(closeInterruptWait, Duration.decode(stdinGrace))),
-          Effect.ignore
-        )
-      }
-      yield* Ref.set(hostClosedStdin, true)
-      yield* child.closeStdin
-      yield* shutdown(closed)
-    })
+    closeGracefully({ options, turns, control, ended: endedWith, closeStdin: Effect.zipRight(Ref.set(hostClosedStdin, true), child.closeStdin) })
+      .pipe(Effect.zipRight(shutdown(closed)))
   )
 
   // Written before any user message, and the CLI reads stdin in order: the
@@ -317,6 +303,30 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
 
   return make({ child, state, events, sessionId, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
 })
+
+/**
+ * The first half of closing: ask the CLI to interrupt a live turn — bounded,
+ * since the CLI may never answer and a finalizer cannot be interrupted from
+ * outside — then close stdin. ProcessHost's own finalizer escalates to signals.
+ */
+const closeGracefully = (parts: {
+  readonly options: SessionOptions
+  readonly turns: Turns.Turns
+  readonly control: ControlChannel.ControlChannel
+  readonly ended: Effect.Effect<Option.Option<TurnError>>
+  readonly closeStdin: Effect.Effect<void>
+}) =>
+  Effect.gen(function*() {
+    const stdinGrace = parts.options.stopTimeouts?.stdinGrace ?? ProcessHost.defaultStopTimeouts.stdinGrace
+    if ((yield* parts.turns.busy) && Option.isNone(yield* parts.ended)) {
+      yield* parts.control.request({ subtype: "interrupt" }).pipe(
+        Effect.interruptible,
+        Effect.timeout(Duration.min(closeInterruptWait, Duration.decode(stdinGrace))),
+        Effect.ignore
+      )
+    }
+    yield* parts.closeStdin
+  })
 
 /** The public face of a started session. */
 const make = (parts: {
