@@ -82,6 +82,17 @@ const hex = (value: number, digits: number): string => {
   return clamped.toString(16).padStart(digits, "0")
 }
 
+/** The parts of one message share its key: remember the last one's digits. */
+let lastKey = -1
+let lastKeyHex = ""
+const keyHex = (key: number): string => {
+  if (key !== lastKey) {
+    lastKey = key
+    lastKeyHex = hex(key, 12)
+  }
+  return lastKeyHex
+}
+
 /** Ordinals of a message key: user messages count up from 1, assistant messages from this base. */
 export const ASSISTANT_ORDINAL = 0x800
 
@@ -111,7 +122,7 @@ export const Slot = {
 
 /** The part in `slot` of the message whose key is `messageKey` and whose identity is `message`. */
 export const part = (messageKey: number, slot: number, message: Seed): string =>
-  `prt_${hex(messageKey, 12)}${hex(slot, 4)}${chars(message, slot + 1, 10)}`
+  `prt_${keyHex(messageKey)}${hex(slot, 4)}${chars(message, slot + 1, 10)}`
 
 /**
  * A session id from the CLI's session UUID. `createdAt` (epoch ms), when the

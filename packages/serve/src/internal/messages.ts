@@ -121,12 +121,6 @@ export const openBlock = (state: State, events: Events, message: OpenMessage, st
   return { ...state, message: next }
 }
 
-const base = (state: State, message: OpenMessage, block: Block) => ({
-  id: block.partID,
-  sessionID: state.sessionID,
-  messageID: message.info.id
-})
-
 /** Parses a tool's streamed input; bad JSON gives `{}` (the caller reports it). */
 export const parseInput = (raw: string): { readonly input: Canonical.JsonObject; readonly ok: boolean } => {
   if (raw.trim() === "") return { input: {}, ok: true }
@@ -147,21 +141,22 @@ const blockPart = (
   phase: "open" | "closed",
   input: Canonical.JsonObject
 ): Canonical.Part => {
+  const id = block.partID
+  const sessionID = state.sessionID
+  const messageID = message.info.id
   const time = phase === "open" ? { start: block.start } : { start: block.start, end: state.clock }
   switch (block.kind) {
     case "text":
-      return { ...base(state, message, block), type: "text", text: block.text, time }
+      return { id, sessionID, messageID, type: "text", text: block.text, time }
     case "reasoning":
-      return {
-        ...base(state, message, block),
-        type: "reasoning",
-        text: block.text,
-        time,
-        ...(block.redacted ? { redacted: true, metadata: { redacted: true } } : {})
-      }
+      return block.redacted
+        ? { id, sessionID, messageID, type: "reasoning", text: block.text, time, redacted: true, metadata: { redacted: true } }
+        : { id, sessionID, messageID, type: "reasoning", text: block.text, time }
     case "tool":
       return {
-        ...base(state, message, block),
+        id,
+        sessionID,
+        messageID,
         type: "tool",
         callID: block.callID,
         tool: block.tool,
