@@ -99,6 +99,28 @@ describe("Session hardening", () => {
       }
     }).pipe(Effect.provide(host)))
 
+  it.scopedLive("failure 3: the issue's repro — `sh -c \"echo error >&2; exit 1\"` — fails with its code and stderr, not an empty SessionClosed", () =>
+    Effect.gen(function*() {
+      for (let run = 0; run < 5; run++) {
+        const outcome = yield* Effect.scoped(Effect.gen(function*() {
+          const session = yield* Session.start({
+            cwd: Os.tmpdir(),
+            executable: "sh",
+            // The CLI's own flags follow and land in $0, $1, … of the script.
+            executableArgs: ["-c", "echo error >&2; exit 1"],
+            stopTimeouts
+          })
+          const init = yield* Effect.flip(session.initialize)
+          const first = yield* session.send("hi").pipe(Effect.flatMap((t) => t.result), Effect.flip)
+          return { init, first }
+        }))
+        for (const error of [outcome.init, outcome.first]) {
+          expect(error).toMatchObject({ _tag: "CliExited", code: 1 })
+          expect(error._tag === "CliExited" ? error.stderrTail : "").toContain("error")
+        }
+      }
+    }).pipe(Effect.provide(host)))
+
   it.scopedLive("failure 4: a CLI that prints no session_state_changed (the 2.0 line) ends each turn at its result", () =>
     Effect.gen(function*() {
       const session = yield* Session.start(fake([
@@ -214,7 +236,7 @@ describe("Session hardening", () => {
       expect((yield* Effect.flatMap(session.send("two"), (t) => t.result)).text).toBe("second")
     }).pipe(Effect.provide(host)))
 
-  it.scoped("failure 8: silence still counts while a turn waits on the CLI", () =>
+  it.scoped("failure 8 (the other side): silence still counts while a turn waits on the CLI", () =>
     Effect.gen(function*() {
       const session = yield* Session.start(fake(FakeCli.ignoresInterrupt(), { silenceTimeout: "10 seconds" }))
       const bus = yield* session.subscribe
