@@ -83,41 +83,32 @@ describe("Session hardening", () => {
       expect(yield* Effect.flip(session.send("again"))).toMatchObject({ _tag: "CliExited", code: 3 })
     }).pipe(Effect.provide(host)))
 
+  /** Starts a session on a CLI that exits at once; how `initialize` and the first turn fail, `runs` times. */
+  const exitAtOnce = (options: Session.SessionOptions, runs: number) =>
+    Effect.forEach(Array.from({ length: runs }), () =>
+      Effect.scoped(Effect.gen(function*() {
+        const session = yield* Session.start(options)
+        const init = yield* Effect.flip(session.initialize)
+        const first = yield* session.send("hi").pipe(Effect.flatMap((t) => t.result), Effect.flip)
+        return [init, first]
+      })))
+
   it.scopedLive("failure 3: a CLI that exits at once fails initialize and the first turn with CliExited, code and stderr", () =>
     Effect.gen(function*() {
-      for (let run = 0; run < 3; run++) {
-        const outcome = yield* Effect.scoped(Effect.gen(function*() {
-          const session = yield* Session.start(fake(FakeCli.exitsAtOnce({ code: 1, stderrText: "error: unknown option '--fake'\n" })))
-          const init = yield* Effect.flip(session.initialize)
-          const first = yield* session.send("hi").pipe(Effect.flatMap((t) => t.result), Effect.flip)
-          return { init, first }
-        }))
-        for (const error of [outcome.init, outcome.first]) {
-          expect(error).toMatchObject({ _tag: "CliExited", code: 1 })
-          expect(error._tag === "CliExited" ? error.stderrTail : "").toContain("unknown option")
-        }
+      const outcomes = yield* exitAtOnce(fake(FakeCli.exitsAtOnce({ code: 1, stderrText: "error: unknown option '--fake'\n" })), 3)
+      for (const error of outcomes.flat()) {
+        expect(error).toMatchObject({ _tag: "CliExited", code: 1 })
+        expect(error._tag === "CliExited" ? error.stderrTail : "").toContain("unknown option")
       }
     }).pipe(Effect.provide(host)))
 
   it.scopedLive("failure 3: the issue's repro — `sh -c \"echo error >&2; exit 1\"` — fails with its code and stderr, not an empty SessionClosed", () =>
     Effect.gen(function*() {
-      for (let run = 0; run < 5; run++) {
-        const outcome = yield* Effect.scoped(Effect.gen(function*() {
-          const session = yield* Session.start({
-            cwd: Os.tmpdir(),
-            executable: "sh",
-            // The CLI's own flags follow and land in $0, $1, … of the script.
-            executableArgs: ["-c", "echo error >&2; exit 1"],
-            stopTimeouts
-          })
-          const init = yield* Effect.flip(session.initialize)
-          const first = yield* session.send("hi").pipe(Effect.flatMap((t) => t.result), Effect.flip)
-          return { init, first }
-        }))
-        for (const error of [outcome.init, outcome.first]) {
-          expect(error).toMatchObject({ _tag: "CliExited", code: 1 })
-          expect(error._tag === "CliExited" ? error.stderrTail : "").toContain("error")
-        }
+      // The CLI's own flags follow the script and land in $0, $1, … of it.
+      const outcomes = yield* exitAtOnce({ cwd: Os.tmpdir(), executable: "sh", executableArgs: ["-c", "echo error >&2; exit 1"], stopTimeouts }, 5)
+      for (const error of outcomes.flat()) {
+        expect(error).toMatchObject({ _tag: "CliExited", code: 1 })
+        expect(error._tag === "CliExited" ? error.stderrTail : "").toContain("error")
       }
     }).pipe(Effect.provide(host)))
 
