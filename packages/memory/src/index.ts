@@ -1,1 +1,6 @@
-export {}
+/**
+ * @skein/memory: session memory, memory extraction and autoDream, in the
+ * Claude Code CLI's own memory layout.
+ */
+export * as MemoryFile from "./MemoryFile.js"
+export * as MemoryFolder from "./MemoryFolder.js"
