@@ -4,6 +4,7 @@ import * as Path from "@effect/platform/Path"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Option, Schema, Stream } from "effect"
+import * as SpyFs from "@skein/testkit/SpyFs"
 import * as TsChild from "@skein/testkit/TsChild"
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
@@ -12,7 +13,6 @@ import * as NodePath from "node:path"
 import * as ProcessHost from "../src/ProcessHost.js"
 import * as ProcessJournal from "../src/ProcessJournal.js"
 import { guard, isAlive, isGone, waitGone } from "./procs.js"
-import * as SpyFs from "./spyFs.js"
 
 const fixture = NodePath.join(import.meta.dirname, "fixtures/journal-owner.ts")
 const writerFixture = NodePath.join(import.meta.dirname, "fixtures/journal-writer.ts")

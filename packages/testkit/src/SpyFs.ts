@@ -1,7 +1,9 @@
 /**
  * A FileSystem that records the operations whose order makes a write
  * durable (fsyncs, renames, links, folder creation), as lines such as
- * `sync /a/b`, `rename /a/t -> /a/b`. Everything else passes through.
+ * `sync /a/b`, `rename /a/t -> /a/b`. Everything else passes through. Tests
+ * assert with it that a write is durable: the file synced before its rename,
+ * the folder after.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect } from "effect"
