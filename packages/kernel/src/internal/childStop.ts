@@ -1,0 +1,109 @@
+/**
+ * Ending a child. `stop` escalates: close stdin, wait `stdinGrace`, SIGTERM
+ * the group, wait `termGrace`, SIGKILL the group. `release`, run when the
+ * spawn's scope closes, stops, then always SIGKILLs the group (the leader
+ * exiting says nothing about its background children) and every escaped
+ * process carrying the child's marker, and drops it from the journal.
+ */
+import { Deferred, Duration, Effect, Option } from "effect"
+import type * as ProcessHost from "../ProcessHost.js"
+import * as Errors from "../ProcessHost.js"
+import type { ProcessJournal } from "../ProcessJournal.js"
+import type { NodeChild } from "./childStart.js"
+import * as Marker from "./marker.js"
+import * as procfs from "./procfs.js"
+
+/** After the final SIGKILL, how long a leader may take to report its exit. */
+const killWait = Duration.seconds(10)
+
+export interface Timeouts {
+  readonly stdinGrace: Duration.Duration
+  readonly termGrace: Duration.Duration
+}
+
+/** The defaults, overridden by each layer in turn (the host's, then the spawn's). */
+export const resolveTimeouts = (...layers: ReadonlyArray<Partial<ProcessHost.StopTimeouts> | undefined>): Timeouts => {
+  let stdinGrace = Duration.decode(Errors.defaultStopTimeouts.stdinGrace)
+  let termGrace = Duration.decode(Errors.defaultStopTimeouts.termGrace)
+  for (const layer of layers) {
+    if (layer?.stdinGrace !== undefined) stdinGrace = Duration.decode(layer.stdinGrace)
+    if (layer?.termGrace !== undefined) termGrace = Duration.decode(layer.termGrace)
+  }
+  return { stdinGrace, termGrace }
+}
+
+/** A signal to the whole group; a failure (other than ESRCH) is logged, never raised. */
+export const killGroup = (pid: number) => (signal: NodeJS.Signals): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const failure = procfs.killGroup(pid, signal)
+    return failure === undefined
+      ? Effect.void
+      : Effect.logWarning(`ProcessHost: ${signal} to group ${pid} failed: ${failure}`)
+  })
+
+export const makeStop = (options: {
+  readonly pid: number
+  readonly exited: Deferred.Deferred<ProcessHost.ExitStatus>
+  readonly closeStdin: Effect.Effect<void>
+  readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
+  readonly timeouts: Timeouts
+}): Effect.Effect<ProcessHost.ExitStatus> => {
+  const { exited, kill, timeouts } = options
+  const awaitExit = Deferred.await(exited)
+  // Interruptible: the stop also runs inside the (uninterruptible) scope
+  // finalizer, where a timeout could not otherwise cut the wait short.
+  const waitFor = (grace: Duration.Duration): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
+    Duration.isZero(grace)
+      ? Effect.flatMap(Deferred.isDone(exited), (done) => done ? Effect.asSome(awaitExit) : Effect.succeedNone)
+      : Effect.timeoutOption(Effect.interruptible(awaitExit), grace)
+  return Effect.gen(function*() {
+    yield* options.closeStdin
+    const afterStdin = yield* waitFor(timeouts.stdinGrace)
+    if (Option.isSome(afterStdin)) return afterStdin.value
+    yield* kill("SIGTERM")
+    const afterTerm = yield* waitFor(timeouts.termGrace)
+    if (Option.isSome(afterTerm)) return afterTerm.value
+    yield* kill("SIGKILL")
+    return yield* awaitExit
+  }).pipe(Effect.withSpan("ProcessHost.stop", { attributes: { pid: options.pid } }))
+}
+
+export const release = (options: {
+  readonly pid: number
+  readonly marker: string
+  /** The leader's identity when it started, if it could be read. */
+  readonly identity: Option.Option<procfs.Identity>
+  readonly node: NodeChild
+  readonly stop: Effect.Effect<ProcessHost.ExitStatus>
+  readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
+  readonly timeouts: Timeouts
+  readonly journal: ProcessJournal["Type"]
+}): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { identity, kill, node, pid, timeouts } = options
+    const ended = yield* Effect.interruptible(options.stop).pipe(Effect.timeoutOption(Duration.sum(
+      Duration.sum(timeouts.stdinGrace, timeouts.termGrace),
+      killWait
+    )))
+    if (Option.isNone(ended)) {
+      yield* Effect.logWarning(`ProcessHost: process ${pid} did not exit after SIGKILL`)
+    }
+    // Always: the leader exiting says nothing about its background children.
+    // The leader is reaped by now, so once the group empties its id may be
+    // recycled by a new leader with the same pid: spare a pid that runs
+    // another program.
+    // The start time alone decides: the leader may have exec'd another program.
+    const recycled = Option.isSome(identity) &&
+      Option.exists(yield* procfs.identify(identity.value.source, pid), (now) =>
+        now.startTime !== identity.value.startTime)
+    if (!recycled) yield* kill("SIGKILL")
+    // Then whatever left the group (setsid) but still carries the marker.
+    const escapees = yield* Marker.killAll(options.marker)
+    if (escapees.length > 0) {
+      yield* Effect.logDebug(`ProcessHost: killed ${escapees.length} escaped descendant(s) of ${pid}`)
+    }
+    node.stdout.destroy()
+    node.stderr.destroy()
+    node.stdin.destroy()
+    yield* options.journal.remove(pid)
+  })
