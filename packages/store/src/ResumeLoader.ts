@@ -26,8 +26,11 @@ import { Lenient, Transcript } from "@skein/protocol"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Scan from "./internal/backwardScan.js"
 import * as Jsonl from "./internal/jsonlFile.js"
+import * as Preserved from "./internal/preservedSegment.js"
+import * as Chain from "./internal/resumeChain.js"
+import * as ResumeMetadata from "./internal/resumeMetadata.js"
+import * as Tail from "./internal/resumeTail.js"
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -145,83 +148,6 @@ export const title = (metadata: Metadata): string | undefined => metadata.custom
 // Loading
 // ---------------------------------------------------------------------------
 
-const encoder = new TextEncoder()
-const decoder = new TextDecoder()
-const BOUNDARY_MARKER = encoder.encode("\"compact_boundary\"")
-const METADATA_TYPES = ["custom-title", "ai-title", "tag", "mode", "agent-name", "last-prompt", "cost-state"] as const
-const METADATA_MARKERS = METADATA_TYPES.map((type) => encoder.encode(`"${type}"`))
-
-const PreservedInfo = Schema.Struct({
-  compactMetadata: Schema.Struct({
-    preservedSegment: Schema.optional(Schema.Struct({
-      headUuid: Schema.String,
-      anchorUuid: Schema.String,
-      tailUuid: Schema.String
-    })),
-    preservedMessages: Schema.optional(Schema.Struct({
-      uuids: Schema.optional(Schema.Array(Schema.String)),
-      allUuids: Schema.optional(Schema.Array(Schema.String))
-    }))
-  })
-})
-const decodePreserved = Schema.decodeUnknownOption(PreservedInfo)
-
-const decodeLine = (bytes: Uint8Array, line = 0): Lenient.Decoded<Transcript.Entry> =>
-  Transcript.decoder.decodeLine(decoder.decode(bytes), line)
-
-type MutableMetadata = { -readonly [K in keyof Metadata]: Metadata[K] }
-
-const emptyMetadata = (): MutableMetadata => ({
-  customTitle: undefined,
-  aiTitle: undefined,
-  tag: undefined,
-  mode: undefined,
-  agentName: undefined,
-  lastPrompt: undefined,
-  leafUuid: undefined,
-  costState: undefined
-})
-
-/** Records a metadata entry; with `onlyMissing`, never overwrites (a backward scan sees the latest first). */
-const applyMetadata = (metadata: MutableMetadata, entry: Transcript.Entry, onlyMissing: boolean): void => {
-  const set = <K extends keyof MutableMetadata>(key: K, value: MutableMetadata[K]) => {
-    if (!onlyMissing || metadata[key] === undefined) metadata[key] = value
-  }
-  switch (entry.type) {
-    case "custom-title":
-      return set("customTitle", entry.customTitle)
-    case "ai-title":
-      return set("aiTitle", entry.aiTitle)
-    case "tag":
-      return set("tag", entry.tag)
-    case "mode":
-      return set("mode", entry.mode)
-    case "agent-name":
-      return set("agentName", entry.agentName)
-    case "cost-state":
-      return set("costState", entry)
-    case "last-prompt":
-      if (!onlyMissing || metadata.lastPrompt === undefined) {
-        metadata.lastPrompt = entry.lastPrompt
-        metadata.leafUuid = entry.leafUuid
-      }
-      return
-  }
-}
-
-const zeroUsage = (usage: Anthropic.Usage): Anthropic.Usage => ({
-  ...usage,
-  input_tokens: 0,
-  output_tokens: 0,
-  cache_creation_input_tokens: 0,
-  cache_read_input_tokens: 0
-})
-
-const withParent = (entry: Transcript.ChainEntry, parentUuid: string | null): Transcript.ChainEntry => ({
-  ...entry,
-  parentUuid
-})
-
 const asUserBlocks = (content: Anthropic.MessageParam["content"]): Array<Anthropic.ContentBlock> =>
   typeof content === "string" ? [{ type: "text", text: content }] : [...content]
 
@@ -297,237 +223,67 @@ export const load: (
   }
 )
 
+/**
+ * The steps, in order: find the last boundary; decode the tail after it;
+ * splice in what the boundary preserved; relink entries cut from their
+ * parent; fill metadata from a window before the boundary; choose the leaf;
+ * walk the chain back from it; count its usage.
+ */
 const loadFile = (file: FileSystem.File, path: string, size: number, options: Options) =>
   Effect.gen(function*() {
     const blockSize = options.blockSize ?? 256 * 1024
     const maxLineBytes = options.maxLineBytes ?? 64 * 1024 * 1024
-    let scannedBytes = 0
-    const diagnostics: Array<Diagnostic> = []
-
-    // 1. The last boundary, scanning backwards.
-    let boundaryOffset = -1
-    const boundaryScan = yield* Scan.scanBackward(file, {
-      end: size,
-      blockSize,
-      maxLineBytes,
-      markers: [BOUNDARY_MARKER],
-      onLine: (line) => {
-        const decoded = decodeLine(line.bytes)
-        if (decoded._tag === "Message" && Transcript.isCompactBoundary(decoded.message)) {
-          boundaryOffset = line.offset
-          return true
-        }
-        return false
-      }
-    })
-    scannedBytes += boundaryScan.bytesRead
+    const found = yield* Tail.lastBoundary(file, { end: size, blockSize, maxLineBytes })
+    const boundaryOffset = found.offset
+    let scannedBytes = found.bytesRead
     const tailOffset = Math.max(0, boundaryOffset)
 
-    // 2. Decode the tail in full.
     const tailBytes = yield* Jsonl.readAt(file, tailOffset, size - tailOffset)
-    const entries = new Map<string, Transcript.ChainEntry>()
-    const order: Array<string> = []
-    const metadata = emptyMetadata()
-    const unknownTypes: Record<string, number> = {}
-    let boundary: Transcript.SystemEntry | undefined
-    let sessionId: string | undefined
-    for (const decoded of Lenient.decodeAll(Transcript.decoder, tailBytes, { maxLineBytes })) {
-      if (decoded._tag === "Unknown") {
-        const type = decoded.type ?? "(none)"
-        unknownTypes[type] = (unknownTypes[type] ?? 0) + 1
-        continue
-      }
-      if (decoded._tag !== "Message") {
-        diagnostics.push(decoded)
-        continue
-      }
-      const entry = decoded.message
-      if (!Transcript.isChainEntry(entry)) {
-        applyMetadata(metadata, entry, false)
-        continue
-      }
-      if (entry.isSidechain !== (options.sidechain ?? false)) continue
-      if (boundary === undefined && boundaryOffset >= 0 && Transcript.isCompactBoundary(entry)) boundary = entry
-      sessionId = entry.sessionId
-      if (!entries.has(entry.uuid)) order.push(entry.uuid)
-      entries.set(entry.uuid, entry)
-    }
+    const view = Tail.decodeTail(tailBytes, {
+      maxLineBytes,
+      sidechain: options.sidechain ?? false,
+      hasBoundary: boundaryOffset >= 0
+    })
+    const { boundary, metadata } = view
+    const tailUuids = new Set(view.entries.keys())
 
-    // 3. Messages the boundary kept verbatim, found just before it.
-    const preserved = boundary === undefined ? Option.none() : decodePreserved(boundary)
-    const tailUuids = new Set(entries.keys())
-    let preservedUuids = new Set<string>()
+    let preservedUuids: ReadonlySet<string> = new Set()
+    const preserved = boundary === undefined ? Option.none() : Preserved.decodePreserved(boundary)
     if (Option.isSome(preserved) && boundaryOffset > 0) {
-      const { preservedMessages, preservedSegment } = preserved.value.compactMetadata
-      const wanted = new Set<string>([
-        ...(preservedMessages?.allUuids ?? []),
-        ...(preservedMessages?.uuids ?? []),
-        ...(preservedSegment === undefined ? [] : [preservedSegment.headUuid, preservedSegment.tailUuid])
-      ])
-      for (const uuid of tailUuids) wanted.delete(uuid)
-      const found = new Map<string, Transcript.ChainEntry>()
-      if (wanted.size > 0) {
-        const scan = yield* Scan.scanBackward(file, {
-          end: boundaryOffset,
-          blockSize,
-          maxLineBytes,
-          markers: [...wanted].map((uuid) => encoder.encode(`"${uuid}"`)),
-          onLine: (line) => {
-            const decoded = decodeLine(line.bytes)
-            if (decoded._tag !== "Message" || !Transcript.isChainEntry(decoded.message)) return false
-            const entry = decoded.message
-            if (wanted.has(entry.uuid) && !found.has(entry.uuid)) found.set(entry.uuid, entry)
-            return found.size === wanted.size
-          }
-        })
-        scannedBytes += scan.bytesRead
-      }
-      const missing = [...wanted].filter((uuid) => !found.has(uuid))
-      if (missing.length > 0) diagnostics.push({ _tag: "PreservedMissing", uuids: missing })
-      // Found last-first; the file order is the chain order of a segment.
-      const segment = [...found.values()].reverse().map((entry): Transcript.ChainEntry =>
-        entry.type === "assistant" ? { ...entry, message: { ...entry.message, usage: zeroUsage(entry.message.usage) } } : entry
-      )
-      preservedUuids = new Set(segment.map((entry) => entry.uuid))
-      for (const entry of segment) entries.set(entry.uuid, entry)
-      order.unshift(...segment.map((entry) => entry.uuid))
-      if (preservedSegment !== undefined && segment.length > 0) {
-        const { anchorUuid } = preservedSegment
-        const head = entries.get(preservedSegment.headUuid) ?? segment[0]!
-        const tail = entries.get(preservedSegment.tailUuid) ?? segment[segment.length - 1]!
-        if (entries.has(anchorUuid)) {
-          for (const uuid of tailUuids) {
-            const entry = entries.get(uuid)!
-            if (entry.parentUuid === anchorUuid && uuid !== head.uuid) {
-              entries.set(uuid, withParent(entry, tail.uuid))
-              diagnostics.push({ _tag: "Relinked", uuid, from: anchorUuid, to: tail.uuid, reason: "preservedSegment" })
-            }
-          }
-          if (head.parentUuid !== anchorUuid) {
-            entries.set(head.uuid, withParent(head, anchorUuid))
-            diagnostics.push({
-              _tag: "Relinked",
-              uuid: head.uuid,
-              from: head.parentUuid,
-              to: anchorUuid,
-              reason: "preservedSegment"
-            })
-          }
-        }
-      }
+      const wanted = Preserved.wantedUuids(preserved.value, tailUuids)
+      const scan = yield* Preserved.findBefore(file, wanted, { end: boundaryOffset, blockSize, maxLineBytes })
+      scannedBytes += scan.bytesRead
+      preservedUuids = Preserved.splice(view, preserved.value, wanted, scan.found, tailUuids)
     }
 
-    // 4. Entries cut from their parent (null or missing) whose logical parent is loaded.
-    for (const uuid of tailUuids) {
-      const entry = entries.get(uuid)!
-      if (entry === boundary) continue
-      const logical = entry.logicalParentUuid
-      if (logical === undefined || logical === null || !entries.has(logical) || logical === uuid) continue
-      if (entry.parentUuid === null || !entries.has(entry.parentUuid)) {
-        entries.set(uuid, withParent(entry, logical))
-        diagnostics.push({ _tag: "Relinked", uuid, from: entry.parentUuid, to: logical, reason: "logicalParent" })
-      }
-    }
+    Chain.relinkLogicalParents(view, tailUuids, boundary)
 
-    // 5. Metadata before the boundary, within a window; the tail's own entries win.
     if (boundaryOffset > 0) {
-      const scan = yield* Scan.scanBackward(file, {
+      scannedBytes += yield* ResumeMetadata.scanMetadataBefore(file, metadata, {
         end: boundaryOffset,
         blockSize,
         maxLineBytes,
-        limitBytes: options.metadataWindow ?? 1024 * 1024,
-        markers: METADATA_MARKERS,
-        onLine: (line) => {
-          const decoded = decodeLine(line.bytes)
-          if (decoded._tag === "Message" && !Transcript.isChainEntry(decoded.message)) {
-            applyMetadata(metadata, decoded.message, true)
-          }
-          return false
-        }
+        limitBytes: options.metadataWindow ?? 1024 * 1024
       })
-      scannedBytes += scan.bytesRead
     }
 
-    // 6. The leaf.
-    let leaf: string | undefined
-    if (options.resumeAt !== undefined) {
-      if (!entries.has(options.resumeAt)) return yield* new ResumeAtNotFound({ path, uuid: options.resumeAt })
-      leaf = options.resumeAt
-    } else {
-      if (metadata.leafUuid !== undefined && entries.has(metadata.leafUuid)) {
-        leaf = newestDescendant(metadata.leafUuid, entries, order)
-      } else {
-        if (metadata.leafUuid !== undefined) diagnostics.push({ _tag: "LeafNotFound", leafUuid: metadata.leafUuid })
-        leaf = order[order.length - 1]
-      }
+    if (options.resumeAt !== undefined && !view.entries.has(options.resumeAt)) {
+      return yield* new ResumeAtNotFound({ path, uuid: options.resumeAt })
     }
-
-    // 7. Walk the parent chain back from the leaf.
-    const chain: Array<Transcript.ChainEntry> = []
-    const seen = new Set<string>()
-    let current = leaf === undefined ? undefined : entries.get(leaf)
-    while (current !== undefined) {
-      if (seen.has(current.uuid)) {
-        diagnostics.push({ _tag: "Cycle", uuid: current.uuid })
-        break
-      }
-      seen.add(current.uuid)
-      chain.push(current)
-      const parent = current.parentUuid
-      if (parent === null) break
-      const next = entries.get(parent)
-      if (next === undefined) {
-        diagnostics.push({ _tag: "Orphan", uuid: current.uuid, parentUuid: parent })
-        break
-      }
-      current = next
-    }
-    chain.reverse()
-
-    // 8. Usage of the view, counting each API message once; preserved messages count none.
-    const usage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
-    const counted = new Set<string>()
-    for (const entry of chain) {
-      if (entry.type !== "assistant" || preservedUuids.has(entry.uuid) || counted.has(entry.message.id)) continue
-      counted.add(entry.message.id)
-      const u = entry.message.usage
-      usage.input_tokens += u.input_tokens
-      usage.output_tokens += u.output_tokens
-      usage.cache_creation_input_tokens += u.cache_creation_input_tokens ?? 0
-      usage.cache_read_input_tokens += u.cache_read_input_tokens ?? 0
-    }
+    const leaf = options.resumeAt ?? Chain.defaultLeaf(view, metadata.leafUuid)
+    const chain = Chain.walkChain(view, leaf)
 
     return {
       path,
-      sessionId,
+      sessionId: view.sessionId,
       boundary: Option.fromNullable(boundary),
       entries: chain,
       messages: toMessages(chain, { model: options.model }),
       leafUuid: leaf,
       metadata,
-      usage,
-      diagnostics,
-      unknownTypes,
+      usage: Chain.chainUsage(chain, preservedUuids),
+      diagnostics: view.diagnostics,
+      unknownTypes: view.unknownTypes,
       stats: { fileBytes: size, tailOffset, scannedBytes }
     } satisfies Conversation
   })
-
-/** Follows the newest child (in file order) down from `uuid`, so a turn written after `last-prompt` is kept. */
-const newestDescendant = (
-  uuid: string,
-  entries: ReadonlyMap<string, Transcript.ChainEntry>,
-  order: ReadonlyArray<string>
-): string => {
-  const newestChild = new Map<string, string>()
-  for (const id of order) {
-    const parent = entries.get(id)?.parentUuid
-    if (parent !== null && parent !== undefined) newestChild.set(parent, id)
-  }
-  const seen = new Set<string>([uuid])
-  let current = uuid
-  for (let child = newestChild.get(current); child !== undefined && !seen.has(child); child = newestChild.get(current)) {
-    seen.add(child)
-    current = child
-  }
-  return current
-}
