@@ -16,16 +16,16 @@
  *
  * @since 0.0.0
  */
-import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { AtomicFile } from "@skein/kernel"
-import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
-import type { Scope } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
+import type { Schema, Scope } from "effect"
 import * as Path from "node:path"
 import * as LiveRegistry from "./internal/liveRegistry.js"
-import { countMessages } from "./internal/messageCount.js"
+import * as SessionDescriber from "./internal/sessionDescriber.js"
+import { indexError, type SessionIndexError } from "./internal/sessionIndexError.js"
+import * as SessionMarks from "./internal/sessionMarks.js"
+import * as SessionQuery from "./internal/sessionQuery.js"
 import * as TranscriptLayout from "./TranscriptLayout.js"
-import * as TranscriptStore from "./TranscriptStore.js"
 
 // ---------------------------------------------------------------------------
 // Errors and records
@@ -36,10 +36,7 @@ import * as TranscriptStore from "./TranscriptStore.js"
  *
  * @since 0.0.0
  */
-export class SessionIndexError extends Schema.TaggedError<SessionIndexError>()("SessionIndexError", {
-  path: Schema.String,
-  message: Schema.String
-}) {}
+export { SessionIndexError } from "./internal/sessionIndexError.js"
 
 /**
  * The live marker of a session.
@@ -58,13 +55,7 @@ export interface LiveMarker extends Schema.Schema.Type<typeof LiveMarker> {}
  *
  * @since 0.0.0
  */
-export const SessionMark = Schema.Struct({
-  sessionId: Schema.String,
-  kind: Schema.Literal("worker", "session"),
-  parentSessionId: Schema.optional(Schema.String),
-  label: Schema.optional(Schema.String),
-  createdAt: Schema.Number
-})
+export const SessionMark = SessionMarks.SessionMark
 
 /**
  * @since 0.0.0
@@ -134,24 +125,7 @@ export type Query =
 export const liveDir: (root: string) => string = LiveRegistry.liveDir
 
 /** @since 0.0.0 */
-export const marksDir = (root: string): string => Path.join(root, "skein", "sessions")
-
-const isNotFound = LiveRegistry.isNotFound
-
-const readJsonObjects = (fs: FileSystem.FileSystem, dir: string) =>
-  LiveRegistry.readJsonObjects(fs, dir).pipe(
-    Effect.mapError((error) => new SessionIndexError({ path: dir, message: error.message }))
-  )
-
-/** Temp file, fsync, rename, fsync of the folder: a marker is whole or absent, also after a power loss. */
-const writeAtomic = (fs: FileSystem.FileSystem, path: string, value: unknown) =>
-  AtomicFile.makeDirectory(Path.dirname(path)).pipe(
-    Effect.zipRight(AtomicFile.write(path, `${JSON.stringify(value)}\n`)),
-    Effect.provideService(FileSystem.FileSystem, fs),
-    Effect.mapError((error) => new SessionIndexError({ path, message: error.message }))
-  )
-
-const isSessionMark = Schema.is(SessionMark)
+export const marksDir: (root: string) => string = SessionMarks.marksDir
 
 /**
  * The sessions held open by a live process right now: skein's markers and
@@ -161,83 +135,8 @@ const isSessionMark = Schema.is(SessionMark)
  */
 export const liveSessions = (root: string): Effect.Effect<ReadonlyMap<string, number>, SessionIndexError, FileSystem.FileSystem> =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => LiveRegistry.liveSessions(fs, root)).pipe(
-    Effect.mapError((error) => new SessionIndexError({ path: root, message: error.message }))
+    Effect.mapError(indexError(root))
   )
-
-// ---------------------------------------------------------------------------
-// Head scan
-// ---------------------------------------------------------------------------
-
-interface Head {
-  readonly firstPrompt: string | undefined
-  readonly cwd: string | undefined
-  readonly gitBranch: string | undefined
-}
-
-const promptText = (content: unknown): string | undefined => {
-  if (typeof content === "string") return content
-  if (Array.isArray(content)) {
-    for (const block of content) {
-      if (typeof block === "object" && block !== null && "type" in block && block.type === "text" && "text" in block) {
-        if (typeof block.text === "string") return block.text
-      }
-    }
-  }
-  return undefined
-}
-
-/** A prompt a person typed, as opposed to command echoes and injected context. */
-const isTypedPrompt = (text: string) => text.trim().length > 0 && !text.startsWith("<")
-
-const headScanBytes = 64 * 1024
-const headScanLimit = 4 * 1024 * 1024
-
-/**
- * The first prompt, cwd and git branch from a transcript's first lines,
- * reading 64 KiB at a time and never more than 4 MiB.
- */
-const headScan = (fs: FileSystem.FileSystem, path: string): Effect.Effect<Head, PlatformError> =>
-  Effect.scoped(Effect.gen(function*() {
-    const file = yield* fs.open(path, { flag: "r" })
-    let cwd: string | undefined
-    let gitBranch: string | undefined
-    let pending = Buffer.alloc(0)
-    let read = 0
-    while (read < headScanLimit) {
-      const chunk = Option.getOrUndefined(yield* file.readAlloc(headScanBytes))
-      if (chunk === undefined || chunk.length === 0) break
-      read += chunk.length
-      const buf = Buffer.concat([pending, chunk])
-      let start = 0
-      let end = buf.indexOf(0x0a, start)
-      while (end !== -1) {
-        const text = buf.subarray(start, end).toString("utf8")
-        start = end + 1
-        end = buf.indexOf(0x0a, start)
-        let json: unknown
-        try {
-          json = JSON.parse(text)
-        } catch {
-          continue
-        }
-        if (typeof json !== "object" || json === null) continue
-        if (cwd === undefined && "cwd" in json && typeof json.cwd === "string") cwd = json.cwd
-        if (gitBranch === undefined && "gitBranch" in json && typeof json.gitBranch === "string") {
-          gitBranch = json.gitBranch
-        }
-        if (
-          "type" in json && json.type === "user" && !("isMeta" in json && json.isMeta === true) &&
-          !("isCompactSummary" in json && json.isCompactSummary === true) && "message" in json &&
-          typeof json.message === "object" && json.message !== null && "content" in json.message
-        ) {
-          const text = promptText(json.message.content)
-          if (text !== undefined && isTypedPrompt(text)) return { firstPrompt: text, cwd, gitBranch }
-        }
-      }
-      pending = buf.subarray(start)
-    }
-    return { firstPrompt: undefined, cwd, gitBranch }
-  }))
 
 // ---------------------------------------------------------------------------
 // Service
@@ -270,99 +169,36 @@ export class SessionIndex extends Context.Tag("@skein/store/SessionIndex")<Sessi
   ) => Effect.Effect<void, SessionIndexError>
 }>() {}
 
-interface Cached {
-  readonly size: number
-  readonly mtimeMs: number
-  readonly counted: { readonly count: number; readonly offset: number }
-  readonly head: Head
-  readonly info: Omit<SessionInfo, "live" | "ownerPid" | "mark" | "isWorker">
-}
-
 /**
  * @since 0.0.0
  */
 export const make = Effect.gen(function*() {
   const layout = yield* TranscriptLayout.TranscriptLayout
   const fs = yield* FileSystem.FileSystem
-  const cache = yield* Ref.make(new Map<string, Cached>())
   const root = layout.root
-  const provideFs = Effect.provideService(FileSystem.FileSystem, fs)
-  const indexError = (path: string) => (error: PlatformError) => new SessionIndexError({ path, message: error.message })
+  const describe = yield* SessionDescriber.make(fs)
 
-  /** What a transcript holds, scanning only what changed since the last look. */
-  const describe = (projectDir: string, sessionId: string, path: string) =>
-    Effect.gen(function*() {
-      const stat = yield* fs.stat(path)
-      const size = Number(stat.size)
-      const mtime = Option.getOrElse(stat.mtime, () => new Date(0))
-      const known = (yield* Ref.get(cache)).get(path)
-      if (known !== undefined && known.size === size && known.mtimeMs === mtime.getTime()) return known.info
-      const grew = known !== undefined && size >= known.counted.offset && known.head.firstPrompt !== undefined
-      const more = yield* countMessages(fs, path, grew ? known.counted.offset : 0)
-      const counted = grew ? { count: known.counted.count + more.count, offset: more.offset } : more
-      const head = grew ? known.head : yield* headScan(fs, path)
-      const tail = yield* TranscriptStore.tailScan(path).pipe(
-        provideFs,
-        Effect.catchAll((error) => Effect.fail(new SessionIndexError({ path, message: error._tag })))
-      )
-      const titleSource = tail.customTitle !== undefined
-        ? "custom-title" as const
-        : tail.aiTitle !== undefined
-        ? "ai-title" as const
-        : head.firstPrompt !== undefined
-        ? "first-prompt" as const
-        : undefined
-      const info = {
-        sessionId,
-        path,
-        projectDir,
-        title: tail.customTitle ?? tail.aiTitle ?? head.firstPrompt,
-        titleSource,
-        customTitle: tail.customTitle,
-        aiTitle: tail.aiTitle,
-        firstPrompt: head.firstPrompt,
-        lastPrompt: tail.lastPrompt,
-        tag: tail.tag,
-        cwd: head.cwd,
-        gitBranch: head.gitBranch,
-        mtime,
-        size,
-        messageCount: counted.count
-      }
-      yield* Ref.update(cache, (map) => new Map(map).set(path, { size, mtimeMs: mtime.getTime(), counted, head, info }))
-      return info
-    })
-
-  const marks = Effect.gen(function*() {
-    const result = new Map<string, SessionMark>()
-    for (const value of yield* readJsonObjects(fs, marksDir(root))) {
-      if (isSessionMark(value)) result.set(value.sessionId, value)
-    }
-    return result
-  })
+  const readNames = (dir: string) =>
+    fs.readDirectory(dir).pipe(
+      Effect.catchIf(LiveRegistry.isNotFound, () => Effect.succeed<ReadonlyArray<string>>([])),
+      Effect.mapError(indexError(dir))
+    )
 
   const projectDirs = (options: ListOptions) =>
     Effect.gen(function*() {
       if (options.projectDir !== undefined) return [options.projectDir]
       if (options.cwd !== undefined) return [layout.projectDir(options.cwd)]
-      const names = yield* fs.readDirectory(layout.projectsDir).pipe(
-        Effect.catchIf(isNotFound, () => Effect.succeed<ReadonlyArray<string>>([])),
-        Effect.mapError(indexError(layout.projectsDir))
-      )
+      const names = yield* readNames(layout.projectsDir)
       return names.map((name) => Path.join(layout.projectsDir, name))
     })
 
   const listAll = (options: ListOptions = {}) =>
     Effect.gen(function*() {
-      const live = yield* provideFs(liveSessions(root))
-      const known = yield* marks
+      const live = yield* Effect.provideService(liveSessions(root), FileSystem.FileSystem, fs)
+      const known = yield* SessionMarks.readMarks(fs, root)
       const sessions: Array<SessionInfo> = []
       for (const projectDir of yield* projectDirs(options)) {
-        const names = yield* fs.readDirectory(projectDir).pipe(
-          Effect.catchIf(isNotFound, () => Effect.succeed<ReadonlyArray<string>>([])),
-          Effect.mapError(indexError(projectDir))
-        )
-        for (const name of names) {
+        for (const name of yield* readNames(projectDir)) {
           const sessionId = Option.getOrUndefined(TranscriptLayout.sessionIdOfFile(name))
           if (sessionId === undefined) continue
           const mark = known.get(sessionId)
@@ -384,38 +220,25 @@ export const make = Effect.gen(function*() {
 
   const find = (query: Query, options: { readonly cwd?: string | undefined } = {}) =>
     Effect.gen(function*() {
-      if (query._tag === "Path") {
-        const path = Path.resolve(query.path)
-        const sessionId = Option.getOrUndefined(TranscriptLayout.sessionIdOfFile(path))
-        if (sessionId === undefined) return Option.none()
-        const all = yield* listAll({ projectDir: Path.dirname(path), workers: true })
-        return Option.fromNullable(all.find((info) => info.path === path))
+      if (query._tag !== "Path") {
+        return Option.fromNullable(SessionQuery.pick(yield* listAll({ cwd: options.cwd, workers: true }), query))
       }
-      const all = yield* listAll({ cwd: options.cwd, workers: true })
-      return Option.fromNullable(
-        query._tag === "Id"
-          ? all.find((info) => info.sessionId === query.sessionId)
-          : all.find((info) => info.customTitle === query.title || info.aiTitle === query.title) ??
-            all.find((info) => info.title?.toLowerCase() === query.title.toLowerCase())
-      )
+      const path = Path.resolve(query.path)
+      if (Option.isNone(TranscriptLayout.sessionIdOfFile(path))) return Option.none()
+      return Option.fromNullable(SessionQuery.pick(yield* listAll({ projectDir: Path.dirname(path), workers: true }), query))
     })
 
   const resolve = (text: string, options: { readonly cwd?: string | undefined } = {}) =>
     Effect.gen(function*() {
-      if (text.endsWith(TranscriptLayout.transcriptExtension) || text.includes(Path.sep)) {
-        const byPath = yield* find({ _tag: "Path", path: text }, options)
-        if (Option.isSome(byPath)) return byPath
+      for (const query of SessionQuery.candidates(text)) {
+        const found = yield* find(query, options)
+        if (Option.isSome(found)) return found
       }
-      const byId = yield* find({ _tag: "Id", sessionId: text }, options)
-      if (Option.isSome(byId)) return byId
-      return yield* find({ _tag: "Title", title: text }, options)
+      return Option.none<SessionInfo>()
     })
 
   const mark = (record: Omit<SessionMark, "createdAt"> & { readonly createdAt?: number | undefined }) =>
-    writeAtomic(fs, Path.join(marksDir(root), `${record.sessionId}.json`), {
-      ...record,
-      createdAt: record.createdAt ?? Date.now()
-    })
+    SessionMarks.writeMark(fs, root, record)
 
   return SessionIndex.of({
     list: listAll,
@@ -426,22 +249,7 @@ export const make = Effect.gen(function*() {
         listAll({ cwd }),
         (sessions) => Option.fromNullable(sessions.find((info) => !info.live && info.messageCount > 0))
       ),
-    markLive: (options) => {
-      const path = Path.join(liveDir(root), `${options.sessionId}.json`)
-      const pid = options.pid ?? process.pid
-      const marker: LiveMarker = {
-        pid,
-        sessionId: options.sessionId,
-        startedAt: Date.now(),
-        ...(options.cwd === undefined ? {} : { cwd: options.cwd })
-      }
-      return Effect.acquireRelease(writeAtomic(fs, path, marker), () =>
-        // Remove it only if it is still ours: a later owner may have replaced it.
-        fs.readFileString(path).pipe(
-          Effect.flatMap((text) => text.includes(`"pid":${pid},`) ? fs.remove(path) : Effect.void),
-          Effect.ignore
-        ))
-    },
+    markLive: (options) => SessionMarks.markLive(fs, root, options),
     mark,
     markWorker: (sessionId, options = {}) =>
       mark({
