@@ -14,7 +14,7 @@ import { ResumeLoader } from "@skein/store"
 import * as Effect from "effect/Effect"
 import * as EventTranslator from "./EventTranslator.js"
 import { onAssistant } from "./internal/assistantMessages.js"
-import { finishAssistant } from "./internal/messages.js"
+import { finishAssistant, flushCompaction } from "./internal/messages.js"
 import * as S from "./internal/state.js"
 import { onCompaction, onUnknownSystem } from "./internal/systemMessages.js"
 import { closeOpen } from "./internal/turns.js"
@@ -116,7 +116,7 @@ const onEntry = (state: S.State, events: S.Events, entry: Transcript.ChainEntry)
       })
     case "system":
       if (entry.subtype === "compact_boundary") {
-        return onCompaction(state, events, { uuid: entry.uuid, auto: entry.compactMetadata?.trigger === "auto" })
+        return onCompaction(state, events, { uuid: entry.uuid, auto: entry.compactMetadata?.trigger === "auto", summaryFollows: true })
       }
       return entry.subtype === undefined ? state : onUnknownSystem(state, events, entry.subtype, entry, state.clock)
     case "attachment":
@@ -144,7 +144,7 @@ export const fromEntries = (
   let state = EventTranslator.initial(options)
   for (const entry of entries) state = onEntry(state, events, entry)
   // The transcript holds whole blocks only: its last message is as complete as it will be.
-  state = close ? closeOpen(state, events, "interrupted") : finishAssistant(state, events)
+  state = close ? closeOpen(state, events, "interrupted") : flushCompaction(finishAssistant(state, events), events)
   return { messages: collect(events), state }
 }
 

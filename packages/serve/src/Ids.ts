@@ -93,7 +93,13 @@ const keyHex = (key: number): string => {
   return lastKeyHex
 }
 
-/** Ordinals of a message key: user messages count up from 1, assistant messages from this base. */
+/**
+ * Ordinals of a message key within one tick of the CLI clock: user messages
+ * the CLI prints count up from 1, prompts (which only the transcript has)
+ * from `PROMPT_ORDINAL`, assistant messages from `ASSISTANT_ORDINAL`, so a
+ * prompt missing from the live stream shifts no other message's id.
+ */
+export const PROMPT_ORDINAL = 0x400
 export const ASSISTANT_ORDINAL = 0x800
 
 const KEY_SPACE = 2 ** 48

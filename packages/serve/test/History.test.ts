@@ -17,7 +17,8 @@ const comparable = (messages: ReadonlyArray<History.WithParts>, keep: ReadonlySe
 
 describe("History.fromTranscript", () => {
   // The 2.0 line prints no `timestamp` on stdout, so its live clock never ticks: live and history agree on 2.1 only.
-  const withTranscripts = captures().filter((c) => c.transcript !== undefined)
+  // After a compaction the history starts at the boundary: see the test of its own below.
+  const withTranscripts = captures().filter((c) => c.transcript !== undefined && !c.name.startsWith("compact"))
 
   it("has captures with transcripts to compare", () => {
     expect(withTranscripts.map((c) => c.name)).toEqual(expect.arrayContaining(["retry", "two-tools"]))
@@ -37,6 +38,21 @@ describe("History.fromTranscript", () => {
         expect(first.role === "assistant" && first.parentID).toBe(prompts[0]!.info.id)
       }).pipe(Effect.provide(NodeContext.layer)))
   }
+
+  it.effect("after /compact, gives the boundary's message and what the CLI printed after it the ids they had live", () =>
+    Effect.gen(function*() {
+      const capture = captures().find((c) => c.name === "compact-history")!
+      const live = History.collect(translate(capture))
+      const history = yield* History.fromTranscript(capture.transcript!)
+      const boundary = live.findIndex((m) => m.parts.some((p) => p.type === "compaction"))
+      expect(boundary).toBeGreaterThan(0)
+      const after = live.slice(boundary)
+      expect(after.map((m) => m.parts.map((p) => p.type))).toEqual([["compaction"], ["text"], ["text"]])
+      const byId = new Map(history.messages.map((m) => [m.info.id, m]))
+      for (const message of after) expect(byId.get(message.info.id)).toEqual(message)
+      // The history also has the /compact prompt and re-mints the messages the boundary preserved.
+      expect(history.messages.length).toBe(after.length + 2)
+    }).pipe(Effect.provide(NodeContext.layer)))
 
   it.effect("puts back the result of a parallel tool call that the effective view leaves on a side branch", () =>
     Effect.gen(function*() {

@@ -32,11 +32,12 @@ export const usageOf = (usage: {
 
 /** Opens the assistant message of API message `apiId`: message.updated, retry parts, step-start. */
 export const openAssistant = (
-  state: State,
+  before: State,
   events: Events,
   apiId: string,
   options: { readonly model: string; readonly usage: StepUsage; readonly streamed: boolean }
 ): State => {
+  const state = flushCompaction(before, events)
   const key = Ids.sortKey(state.clock, Ids.ASSISTANT_ORDINAL + state.assistantOrdinal)
   const seed = Ids.seed(identity(state, apiId))
   const id = Ids.make("msg", key, seed)
@@ -247,10 +248,13 @@ export const openUser = (
     readonly created: number
     readonly texts: ReadonlyArray<string>
     readonly synthetic: boolean
+    /** A prompt: the live stream does not show it, so it takes an ordinal of its own range. */
+    readonly prompt: boolean
   }
 ): State => {
-  const ordinal = state.userOrdinal + 1
-  const key = Ids.sortKey(state.clock, ordinal)
+  const userOrdinal = options.prompt ? state.userOrdinal : state.userOrdinal + 1
+  const promptOrdinal = options.prompt ? state.promptOrdinal + 1 : state.promptOrdinal
+  const key = Ids.sortKey(state.clock, options.prompt ? Ids.PROMPT_ORDINAL + promptOrdinal : userOrdinal)
   const seed = Ids.seed(identity(state, options.uuid))
   const id = Ids.make("msg", key, seed)
   events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created } }))
@@ -265,8 +269,14 @@ export const openUser = (
       time: { start: options.created, end: options.created }
     }))
   })
-  return { ...state, userOrdinal: ordinal, lastUserMessageID: id }
+  return { ...state, userOrdinal, promptOrdinal, lastUserMessageID: id }
 }
+
+/** Ticks the CLI clock to a user message the CLI printed: both views carry its timestamp. */
+export const tickUser = (state: State, stamp: number | undefined): State =>
+  stamp === undefined || stamp <= state.clock
+    ? state
+    : { ...state, clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0 }
 
 /** Ticks the CLI clock to an assistant record's timestamp; user-message ordinals restart. */
 export const tick = (state: State, stamp: number | undefined): State => {
@@ -275,5 +285,31 @@ export const tick = (state: State, stamp: number | undefined): State => {
     ? state.message
     : { ...state.message, firstStamp: stamp }
   if (stamp <= state.clock) return message === state.message ? state : { ...state, message }
-  return { ...state, clock: stamp, userOrdinal: 0, assistantOrdinal: 0, message }
+  return { ...state, clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0, message }
+}
+
+/**
+ * Mints the message of a compaction boundary: a user message with the
+ * `compaction` part, then `session.compacted`. The boundary itself carries no
+ * timestamp on stdout, so this waits for the summary that follows it (which
+ * both stdout and transcript stamp) and ticks to it first: the ids after a
+ * compaction are then the same live and in a history that starts there.
+ */
+export const flushCompaction = (state: State, events: Events): State => {
+  const boundary = state.pendingCompaction
+  if (boundary === undefined) return state
+  const ordinal = state.userOrdinal + 1
+  const key = Ids.sortKey(state.clock, ordinal)
+  const seed = Ids.seed(identity(state, boundary.uuid))
+  const id = Ids.make("msg", key, seed)
+  events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: state.clock } }))
+  events.push(partUpdated(state, {
+    id: Ids.part(key, Ids.Slot.compaction, seed),
+    sessionID: state.sessionID,
+    messageID: id,
+    type: "compaction",
+    auto: boundary.auto
+  }))
+  events.push(Canonical.event("session.compacted", { sessionID: state.sessionID }))
+  return { ...state, userOrdinal: ordinal, lastUserMessageID: id, pendingCompaction: undefined }
 }

@@ -100,7 +100,11 @@ export interface State {
   readonly permissionMode: string | undefined
   readonly cwd: string | undefined
   readonly compacting: boolean
+  /** A compaction boundary whose message waits for the summary's timestamp (see `systemMessages`). */
+  readonly pendingCompaction: { readonly uuid: string; readonly auto: boolean } | undefined
   readonly requestOrdinal: number
+  /** Prompts (user messages the CLI does not echo) since the last tick: they count in their own range. */
+  readonly promptOrdinal: number
 }
 
 export const initial = (options: Options): State => ({
@@ -121,7 +125,9 @@ export const initial = (options: Options): State => ({
   permissionMode: undefined,
   cwd: options.cwd,
   compacting: false,
-  requestOrdinal: 0
+  pendingCompaction: undefined,
+  requestOrdinal: 0,
+  promptOrdinal: 0
 })
 
 export type Events = Array<Canonical.CanonicalEvent>

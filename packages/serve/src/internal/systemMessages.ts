@@ -6,8 +6,7 @@
  */
 import type { CliMessage } from "@skein/protocol"
 import { Canonical } from "@skein/protocol"
-import * as Ids from "../Ids.js"
-import { finishAssistant, messageUpdated, partUpdated } from "./messages.js"
+import { finishAssistant, flushCompaction } from "./messages.js"
 import type { Events, State } from "./state.js"
 import { field, numberField, stringField } from "./state.js"
 
@@ -63,23 +62,18 @@ export const onRetry = (
   return { ...state, pendingRetries: [...state.pendingRetries, { attempt: retry.attempt, error: retry.error, created: state.clock }] }
 }
 
-/** A compaction: a user message holding the `compaction` part, then `session.compacted`. */
-export const onCompaction = (state: State, events: Events, boundary: { readonly uuid: string; readonly auto: boolean }): State => {
-  const open = state.message === undefined ? state : finishAssistant(state, events)
-  const ordinal = open.userOrdinal + 1
-  const key = Ids.sortKey(open.clock, ordinal)
-  const seed = Ids.seed(`${state.options.cliSessionId}/${boundary.uuid}`)
-  const id = Ids.make("msg", key, seed)
-  events.push(messageUpdated(open, { id, sessionID: open.sessionID, role: "user", time: { created: open.clock } }))
-  events.push(partUpdated(open, {
-    id: Ids.part(key, Ids.Slot.compaction, seed),
-    sessionID: open.sessionID,
-    messageID: id,
-    type: "compaction",
-    auto: boundary.auto
-  }))
-  events.push(Canonical.event("session.compacted", { sessionID: open.sessionID }))
-  return { ...open, userOrdinal: ordinal, lastUserMessageID: id, compacting: false }
+/**
+ * A compaction boundary. After a `compact_boundary` its message waits for the
+ * summary's timestamp (`flushCompaction`); a microcompaction has no summary.
+ */
+export const onCompaction = (
+  state: State,
+  events: Events,
+  boundary: { readonly uuid: string; readonly auto: boolean; readonly summaryFollows: boolean }
+): State => {
+  const open = flushCompaction(state.message === undefined ? state : finishAssistant(state, events), events)
+  const pending = { ...open, pendingCompaction: { uuid: boundary.uuid, auto: boundary.auto }, compacting: false }
+  return boundary.summaryFollows ? pending : flushCompaction(pending, events)
 }
 
 export const onSystem = (state: State, events: Events, message: CliMessage.SystemMessage, now: number): State => {
@@ -106,7 +100,7 @@ export const onSystem = (state: State, events: Events, message: CliMessage.Syste
       return next
     }
     case "compact_boundary":
-      return onCompaction(state, events, { uuid: message.uuid, auto: message.compact_metadata.trigger === "auto" })
+      return onCompaction(state, events, { uuid: message.uuid, auto: message.compact_metadata.trigger === "auto", summaryFollows: true })
     case "api_retry":
       return onRetry(state, events, {
         attempt: message.attempt,
@@ -193,7 +187,11 @@ export const onUnknownSystem = (state: State, events: Events, subtype: string, j
   const sessionID = state.sessionID
   switch (subtype) {
     case "microcompact_boundary":
-      return onCompaction(state, events, { uuid: stringField(json, "uuid") ?? `microcompact-${state.clock}`, auto: true })
+      return onCompaction(state, events, {
+        uuid: stringField(json, "uuid") ?? `microcompact-${state.clock}`,
+        auto: true,
+        summaryFollows: false
+      })
     case "api_error": {
       const retryIn = numberField(json, "retry_in_ms") ?? numberField(json, "retryInMs")
       const attempt = numberField(json, "retry_attempt") ?? numberField(json, "retryAttempt")
@@ -246,7 +244,7 @@ export const onUnknownSystem = (state: State, events: Events, subtype: string, j
 }
 
 export const onResult = (state: State, events: Events, result: CliMessage.Result): State => {
-  const open = state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state
+  const open = flushCompaction(state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state, events)
   const sessionID = open.sessionID
   const aborted = result.terminal_reason?.startsWith("aborted") === true
   if (result.is_error) {

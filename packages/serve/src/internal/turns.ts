@@ -6,7 +6,7 @@
  * `time.end`, tools end in `error` ("interrupted"), the step gets its finish.
  */
 import { Canonical } from "@skein/protocol"
-import { closeBlock, finishAssistant, partUpdated } from "./messages.js"
+import { closeBlock, finishAssistant, flushCompaction, partUpdated } from "./messages.js"
 import type { Events, State } from "./state.js"
 
 export const onTurnStarted = (state: State, events: Events): State => {
@@ -17,7 +17,7 @@ export const onTurnStarted = (state: State, events: Events): State => {
 
 /** Closes every open part: the open message's blocks and step, then tools still waiting for results. */
 export const closeOpen = (state: State, events: Events, reason: string): State => {
-  let next = state
+  let next = flushCompaction(state, events)
   const message = next.message
   if (message !== undefined) {
     for (const block of message.blocks.values()) {

@@ -4,7 +4,7 @@
  * text becomes a user message with text parts.
  */
 import { Anthropic, Canonical } from "@skein/protocol"
-import { finishAssistant, openUser, partUpdated } from "./messages.js"
+import { finishAssistant, flushCompaction, openUser, partUpdated, tickUser } from "./messages.js"
 import type { Events, OpenTool, State } from "./state.js"
 import { deleteMap, field } from "./state.js"
 
@@ -12,7 +12,7 @@ export interface WholeUser {
   readonly message: Anthropic.MessageParam
   readonly uuid: string | undefined
   readonly timestamp: number | undefined
-  /** A message the CLI made (compact summary, replayed command output, meta): its text parts are `synthetic`. */
+  /** The source marks it as made by the CLI (a compact summary, a replay): not a prompt, its text parts `synthetic`. */
   readonly synthetic: boolean
   /** The tool's structured result (`tool_use_result` on stdout, `toolUseResult` in transcripts). */
   readonly toolUseResult: unknown
@@ -35,14 +35,25 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     }
   }
   if (texts.length === 0) return next
+  const prompt = isPrompt(user, texts)
+  // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
+  if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
   const created = user.timestamp ?? next.clock
   return openUser(next, events, {
     uuid: user.uuid ?? `user-${created}-${next.userOrdinal}`,
     created,
     texts,
-    synthetic: user.synthetic
+    synthetic: !prompt,
+    prompt
   })
 }
+
+/** Texts the CLI writes as user messages of its own (and prints on stdout). */
+const cliMarkers = ["[Request interrupted", "<local-command-stdout>", "<local-command-stderr>"]
+
+/** A prompt (what the user typed, a slash command) rather than a message the CLI made. */
+const isPrompt = (user: WholeUser, texts: ReadonlyArray<string>): boolean =>
+  !user.synthetic && !cliMarkers.some((marker) => texts[0]?.startsWith(marker) === true)
 
 const outputOf = (block: Anthropic.ToolResultBlock): string => {
   const content = block.content

@@ -158,6 +158,33 @@ const isIdle = (message: Json) =>
 
 const initialize = { type: "control_request", request_id: "req_init_1", request: { subtype: "initialize" } }
 
+/** Two turns, then /compact; FakeModel answers the summarization request. */
+const compactScenario = (name: string, transcript: boolean) =>
+  Effect.gen(function*() {
+    const summary = FakeModel.compactSummary(
+      "1. Primary Request and Intent: the user greeted twice and asked for nothing else.\n2. Pending Tasks: none."
+    )
+    const s = yield* session({
+      replies: [FakeModel.text("Hi there! First reply."), FakeModel.text("Hello again! Second reply."), summary],
+      args: []
+    })
+    yield* s.run.send(initialize)
+    yield* s.waitFor("initialize response", isControlResponse("req_init_1"))
+    yield* s.run.send(ClaudeCli.userMessage("Hi, this is the first turn."))
+    yield* s.waitFor("first result", isType("result"))
+    yield* s.run.send(ClaudeCli.userMessage("And this is the second turn."))
+    yield* s.waitFor("second result", isType("result"))
+    yield* s.run.send(ClaudeCli.userMessage("/compact"))
+    yield* s.waitFor("compact result", isType("result"))
+    yield* s.settle
+    const requests = yield* s.model.requests
+    yield* Console.error(`compact: ${requests.length} requests, summary used: ${
+      (yield* s.model.remaining).every((reply) => reply !== summary)
+    }`)
+    return yield* s.finish(name, { transcript })
+  }).pipe(Effect.orDie)
+
+
 const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
   // (a) thinking + text, with partial messages; starts with an initialize request.
   "text-thinking": Effect.gen(function*() {
@@ -254,29 +281,10 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
   }).pipe(Effect.orDie),
 
   // (e) two turns, then /compact; FakeModel answers the summarization request.
-  "compact": Effect.gen(function*() {
-    const summary = FakeModel.compactSummary(
-      "1. Primary Request and Intent: the user greeted twice and asked for nothing else.\n2. Pending Tasks: none."
-    )
-    const s = yield* session({
-      replies: [FakeModel.text("Hi there! First reply."), FakeModel.text("Hello again! Second reply."), summary],
-      args: []
-    })
-    yield* s.run.send(initialize)
-    yield* s.waitFor("initialize response", isControlResponse("req_init_1"))
-    yield* s.run.send(ClaudeCli.userMessage("Hi, this is the first turn."))
-    yield* s.waitFor("first result", isType("result"))
-    yield* s.run.send(ClaudeCli.userMessage("And this is the second turn."))
-    yield* s.waitFor("second result", isType("result"))
-    yield* s.run.send(ClaudeCli.userMessage("/compact"))
-    yield* s.waitFor("compact result", isType("result"))
-    yield* s.settle
-    const requests = yield* s.model.requests
-    yield* Console.error(`compact: ${requests.length} requests, summary used: ${
-      (yield* s.model.remaining).every((reply) => reply !== summary)
-    }`)
-    return yield* s.finish("compact")
-  }).pipe(Effect.orDie),
+  "compact": compactScenario("compact", false),
+
+  // (e') the same, keeping the transcript.
+  "compact-history": compactScenario("compact-history", true),
 
   // (f) one 529 overloaded answer, retried by the CLI; with partial messages; keeps the transcript.
   "retry": Effect.gen(function*() {
