@@ -90,6 +90,12 @@ export const make = (options: Options): ControlChannel => {
       const requestId = nextRequestId()
       const entry: Entry = { subtype: payload.subtype, deferred: yield* Deferred.make<Json.JsonObject | undefined, RequestError>() }
       entries.set(requestId, entry)
+      // The session may have ended (and failed every entry) between the check and the set.
+      const endedMeanwhile = yield* options.ended
+      if (Option.isSome(endedMeanwhile)) {
+        entries.delete(requestId)
+        return Effect.fail(endedMeanwhile.value)
+      }
       const written = yield* Effect.either(options.write(Control.request(requestId, payload)))
       if (written._tag === "Left") {
         entries.delete(requestId)

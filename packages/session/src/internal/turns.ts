@@ -148,9 +148,9 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         }
       })
 
-    /** One tracker step and its outputs; `route` runs where the event belongs (see `onMessage`). */
-    const stepWith = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
-      lock.withPermits(1)(Effect.gen(function*() {
+    /** One tracker step and its outputs, under the lock; `route` runs where the event belongs. */
+    const stepLocked = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
+      Effect.gen(function*() {
         const prior = current
         const outputs = yield* Ref.modify(tracker, (s) => {
           const [next, out] = TurnTracker.step(s, input)
@@ -160,22 +160,27 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         if (prior !== undefined && route !== undefined) yield* route(prior)
         yield* Effect.forEach(outputs, apply, { discard: true })
         if (prior === undefined && current !== undefined && route !== undefined) yield* route(current)
-      }))
+      })
+
+    const stepWith = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
+      lock.withPermits(1)(stepLocked(input, route))
 
     const feed = (input: TurnTracker.Input) => stepWith(input)
 
     const offer = (event: SessionEvent) => (record: TurnRecord) =>
       belongsToTurn(event) ? Effect.asVoid(record.events.offer(event)) : Effect.void
 
+    // Under the lock: the session's end is set before `failAll` takes it, so a
+    // turn is either refused here or registered in time to be failed there.
     const send = (content: Content) =>
-      Effect.gen(function*() {
+      lock.withPermits(1)(Effect.gen(function*() {
         const end = yield* options.ended
         if (Option.isSome(end)) return yield* Effect.fail(end.value)
         const record = yield* newRecord(++sent, "host", content)
         records.set(record.index, record)
-        yield* feed({ _tag: "Send", turn: record.index })
+        yield* stepLocked({ _tag: "Send", turn: record.index })
         return publicTurn(record)
-      }).pipe(Effect.withSpan("Session.send"))
+      })).pipe(Effect.withSpan("Session.send"))
 
     const failAll = (error: TurnError) =>
       lock.withPermits(1)(Effect.gen(function*() {
