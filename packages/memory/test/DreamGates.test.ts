@@ -4,7 +4,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { expect, layer } from "@effect/vitest"
 import { FileLock } from "@skein/kernel"
 import { DreamGates } from "@skein/memory"
-import { Duration, Effect, Option, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Option, Scope, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 
@@ -104,7 +104,7 @@ layer(NodeContext.layer)("DreamGates", (it) => {
       const status = yield* FileLock.status(p.lock)
       expect(Option.map(status, (s) => s.mtime.getTime())).toEqual(Option.some(holder.acquiredAt.getTime()))
       yield* holder.commit
-      yield* Scope.close(holderScope, Effect.void.pipe(Effect.exit))
+      yield* Scope.close(holderScope, Exit.void)
       // With the default 24 h the same holder would have stopped the time gate with one stat.
       const strict = yield* DreamGates.make(p)
       expect(yield* Effect.scoped(strict.evaluate)).toMatchObject({ _tag: "Stopped", gate: "time" })
