@@ -8,17 +8,18 @@
  * and reads no clock, so the same inputs always give the same events and ids
  * (see `Ids`). `translate` runs it over a Stream.
  */
-import type { Canonical, CliMessage, Control, Lenient } from "@skein/protocol"
+import type { Canonical, CliMessage, Control } from "@skein/protocol"
 import { Canonical as C } from "@skein/protocol"
 import type { Turn } from "@skein/session"
 import * as Stream from "effect/Stream"
 import { onAssistant } from "./internal/assistantMessages.js"
 import { legacyEvent } from "./internal/legacy.js"
+import { onToolProgress, onUnknown } from "./internal/otherMessages.js"
 import type { Answer } from "./internal/requests.js"
 import { onAnswer, onRequest } from "./internal/requests.js"
 import * as S from "./internal/state.js"
 import { onStreamEvent } from "./internal/streamEvents.js"
-import { onResult, onSystem, onUnknownSystem } from "./internal/systemMessages.js"
+import { onResult, onSystem } from "./internal/systemMessages.js"
 import * as TurnBoundaries from "./internal/turnBoundaries.js"
 import { onEnd, onTurnEnded, onTurnStarted } from "./internal/turns.js"
 import { onUser } from "./internal/userMessages.js"
@@ -165,53 +166,7 @@ const onMessage = (state: State, events: S.Events, message: CliMessage.CliMessag
     case "control_cancel_request":
       return onAnswer(state, events, message.request_id, { _tag: "Rejected" })
     case "tool_progress":
-      events.push(C.event("tool.progress", {
-        sessionID: state.sessionID,
-        toolUseID: message.tool_use_id,
-        toolName: message.tool_name,
-        parentToolUseID: message.parent_tool_use_id,
-        elapsedTimeSeconds: message.elapsed_time_seconds
-      }))
-      return state
-    default:
-      return state
-  }
-}
-
-const onUnknown = (state: State, events: S.Events, event: Lenient.Unknown, now: number): State => {
-  const json = event.json
-  if (event.type === "system" && event.subtype !== undefined) return onUnknownSystem(state, events, event.subtype, json, now)
-  switch (event.type) {
-    case "attachment": {
-      const attachment = S.field(json, "attachment") ?? json
-      const type = S.stringField(attachment, "type")
-      const uuid = S.stringField(json, "uuid")
-      events.push(C.event("message.attachment", {
-        sessionID: state.sessionID,
-        ...(type !== undefined ? { attachmentType: type } : {}),
-        ...(uuid !== undefined ? { messageID: uuid } : {}),
-        attachment
-      }))
-      return state
-    }
-    case "progress": {
-      const toolUseID = S.stringField(json, "toolUseID") ?? S.stringField(json, "tool_use_id")
-      if (toolUseID === undefined) return state
-      const parent = S.stringField(json, "parentToolUseID") ?? S.stringField(json, "parent_tool_use_id")
-      events.push(C.event("tool.progress", {
-        sessionID: state.sessionID,
-        toolUseID,
-        ...(parent !== undefined ? { parentToolUseID: parent } : {}),
-        data: S.field(json, "data")
-      }))
-      return state
-    }
-    case "tombstone": {
-      const target = S.stringField(S.field(json, "message"), "uuid") ?? S.stringField(json, "uuid")
-      if (target === undefined) return state
-      events.push(C.event("message.removed", { sessionID: state.sessionID, messageID: target }))
-      return state
-    }
+      return onToolProgress(state, events, message)
     default:
       return state
   }
