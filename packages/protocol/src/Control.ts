@@ -141,11 +141,21 @@ export const HookMatcher = Schema.Struct({
 })
 export interface HookMatcher extends Schema.Schema.Type<typeof HookMatcher> {}
 
+/** A custom subagent, as `initialize` carries it (and as the CLI lists it in `init`). */
+export const AgentDefinition = Schema.Struct({
+  description: Schema.String,
+  prompt: Schema.String,
+  tools: Schema.optional(StringArray),
+  disallowedTools: Schema.optional(StringArray),
+  model: Schema.optional(Schema.String)
+})
+export interface AgentDefinition extends Schema.Schema.Type<typeof AgentDefinition> {}
+
 export const Initialize = Schema.Struct({
   subtype: Schema.Literal("initialize"),
   hooks: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(HookMatcher) })),
   sdkMcpServers: Schema.optional(StringArray),
-  agents: Schema.optional(Schema.Record({ key: Schema.String, value: JsonObject })),
+  agents: Schema.optional(Schema.Record({ key: Schema.String, value: AgentDefinition })),
   systemPrompt: Schema.optional(StringArray),
   appendSystemPrompt: Schema.optional(Schema.String),
   jsonSchema: Schema.optional(JsonObject),

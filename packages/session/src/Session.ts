@@ -15,7 +15,19 @@
 import { ProcessHost, TaskManager } from "@skein/kernel"
 import { type Anthropic, type CliMessage, type Control, HostMessage, type Json } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
-import { Deferred, Duration, Effect, Option, PubSub, type Queue, Ref, type Scope, type Subscribable, SubscriptionRef } from "effect"
+import {
+  Deferred,
+  Duration,
+  Effect,
+  Option,
+  PubSub,
+  type Queue,
+  Ref,
+  type Schema,
+  type Scope,
+  type Subscribable,
+  SubscriptionRef
+} from "effect"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
 import * as Args from "./internal/args.js"
@@ -30,7 +42,9 @@ import * as Watchdog from "./internal/watchdog.js"
 import { Permissions } from "./Permissions.js"
 import { CliExited, type RequestError, ResumeMismatch, SessionClosed, SessionSilent, SpawnFailed, type TurnError } from "./SessionError.js"
 import * as SessionState from "./SessionState.js"
-import type { SessionEvent, Turn } from "./Turn.js"
+import * as Tool from "./Tool.js"
+import { Toolkits } from "./Toolkit.js"
+import { decodeStructuredOutput, type SessionEvent, type Turn } from "./Turn.js"
 
 /** CLI flags (`model`, `resume`, `allowedTools`, …) plus how and where the process runs. */
 export interface SessionOptions extends Args.FlagOptions {
@@ -69,6 +83,32 @@ export interface SessionOptions extends Args.FlagOptions {
    * before it is published, so what subscribers saw survives a crash.
    */
   readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
+  /** Replaces the CLI's system prompt (sent in `initialize`); `appendSystemPrompt` adds to it instead. */
+  readonly systemPrompt?: string | ReadonlyArray<string> | undefined
+  /** Custom subagents by name, sent in `initialize`; the CLI lists them in `init`. */
+  readonly agents?: Readonly<Record<string, Control.AgentDefinition>> | undefined
+  /**
+   * Structured output: its JSON Schema goes to the CLI (`jsonSchema`), which
+   * makes the model answer through a `StructuredOutput` tool; each turn's
+   * summary then carries the output decoded by this schema (`Turn.structuredOutput`).
+   */
+  readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
+}
+
+/** The `initialize` request: hooks, the host's toolkits, and the options only it carries. */
+export const initializeRequest = (
+  options: Pick<SessionOptions, "systemPrompt" | "agents" | "outputSchema">,
+  requests: Pick<CliRequests.CliRequests, "hookConfig" | "sdkMcpServers">
+): Control.Initialize => {
+  const systemPrompt = options.systemPrompt
+  return {
+    subtype: "initialize",
+    ...(requests.hookConfig === undefined ? {} : { hooks: requests.hookConfig }),
+    ...(requests.sdkMcpServers === undefined ? {} : { sdkMcpServers: requests.sdkMcpServers }),
+    ...(systemPrompt === undefined ? {} : { systemPrompt: typeof systemPrompt === "string" ? [systemPrompt] : systemPrompt }),
+    ...(options.agents === undefined ? {} : { agents: options.agents }),
+    ...(options.outputSchema === undefined ? {} : { jsonSchema: Tool.jsonSchema(options.outputSchema) })
+  }
 }
 
 /**
@@ -169,7 +209,8 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   const services: CliRequests.Services = {
     permissions: yield* Effect.serviceOption(Permissions),
     hooks: yield* Effect.serviceOption(Hooks),
-    elicitation: yield* Effect.serviceOption(Elicitation)
+    elicitation: yield* Effect.serviceOption(Elicitation),
+    toolkits: yield* Effect.serviceOption(Toolkits)
   }
   const taskManager = yield* Effect.serviceOption(TaskManager.TaskManager)
   const scope = yield* Effect.scope
@@ -226,7 +267,8 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     writeUser: (content) => write(HostMessage.user(content)),
     cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
     ended: endedWith,
-    closed
+    closed,
+    structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema)
   })
 
   const onInit = (message: CliMessage.Init) =>
@@ -297,9 +339,7 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
 
   // Written before any user message, and the CLI reads stdin in order: the
   // first turn need not wait for the answer (that would cost a round trip).
-  const initialize = yield* control.submit(
-    requests.hookConfig === undefined ? { subtype: "initialize" } : { subtype: "initialize", hooks: requests.hookConfig }
-  ).pipe(Effect.flatMap(Effect.cached))
+  const initialize = yield* control.submit(initializeRequest(options, requests)).pipe(Effect.flatMap(Effect.cached))
 
   return make({ child, state, events, sessionId, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
 })

@@ -63,6 +63,19 @@ export class SessionSilent extends Schema.TaggedError<SessionSilent>()("SessionS
 /** The session is closed (its scope closed or it was stopped); nothing more can be sent. */
 export class SessionClosed extends Schema.TaggedError<SessionClosed>()("SessionClosed", {}) {}
 
+/**
+ * With `outputSchema`, the turn's structured output is missing (the turn was
+ * interrupted or failed, say) or does not decode; `issue` is the schema's message.
+ */
+export class StructuredOutputInvalid extends Schema.TaggedError<StructuredOutputInvalid>()("StructuredOutputInvalid", {
+  issue: Schema.String,
+  output: Schema.Unknown
+}) {
+  override get message(): string {
+    return `the turn's structured output does not match its schema: ${this.issue}`
+  }
+}
+
 /** Every way a turn can fail. */
 export type TurnError = CliExited | SessionSilent | SessionClosed
 

@@ -10,9 +10,12 @@
  * turn is live is a turn too, of origin `cli`. The rules are in `TurnTracker`.
  */
 import type { CliMessage, Lenient } from "@skein/protocol"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
-import type { TurnError } from "./SessionError.js"
+import { StructuredOutputInvalid, type TurnError } from "./SessionError.js"
 import type { EndReason, Origin } from "./TurnTracker.js"
 
 /** Every message and diagnostic the session saw, in order. */
@@ -43,6 +46,8 @@ export interface TurnSummary {
   readonly endReason: EndReason
   /** Background tasks this turn started that were still running when it ended. */
   readonly liveTasks: ReadonlyArray<string>
+  /** With the session's `outputSchema`: the last result's structured output, decoded by it. */
+  readonly structuredOutput?: Either.Either<unknown, StructuredOutputInvalid> | undefined
 }
 
 export interface Turn {
@@ -87,4 +92,39 @@ export const summarize = (
     interrupted: options.interrupted,
     isError: results.some((r) => r.is_error)
   }
+}
+
+/**
+ * Decodes the structured output of a turn's results with the session's
+ * `outputSchema`: the last successful result's `structured_output`.
+ */
+export const decodeStructuredOutput = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "all" })
+  return (results: ReadonlyArray<CliMessage.Result>): Either.Either<A, StructuredOutputInvalid> => {
+    const last = results.at(-1)
+    const output = last?.subtype === "success" ? last.structured_output : undefined
+    if (output === undefined) {
+      return Either.left(new StructuredOutputInvalid({
+        issue: `the turn ended without structured output (${last === undefined ? "no result" : last.subtype})`,
+        output: null
+      }))
+    }
+    return Either.mapLeft(decode(output), (e) => new StructuredOutputInvalid({ issue: ParseResult.TreeFormatter.formatErrorSync(e), output }))
+  }
+}
+
+/**
+ * A summary's structured output as the schema's type: the decoded value
+ * (checked against `schema`, which should be the session's `outputSchema`),
+ * or `StructuredOutputInvalid`. Fails too when the session had no `outputSchema`.
+ */
+export const structuredOutput = <A, I>(schema: Schema.Schema<A, I>) => (summary: TurnSummary): Effect.Effect<A, StructuredOutputInvalid> => {
+  const decoded = summary.structuredOutput
+  if (decoded === undefined) {
+    return Effect.fail(new StructuredOutputInvalid({ issue: "the session has no outputSchema", output: null }))
+  }
+  return Effect.flatMap(decoded, (value) =>
+    Schema.validate(schema)(value).pipe(
+      Effect.mapError((e) => new StructuredOutputInvalid({ issue: ParseResult.TreeFormatter.formatErrorSync(e), output: value }))
+    ))
 }

@@ -1,6 +1,6 @@
 /**
- * CLI → host requests: `can_use_tool`, `hook_callback`, `elicitation`, and
- * whatever else the CLI asks. The CLI waits for every answer, so each request
+ * CLI → host requests: `can_use_tool`, `hook_callback`, `elicitation`,
+ * `mcp_message` (for the host's toolkits), and whatever else the CLI asks. The CLI waits for every answer, so each request
  * runs in a fiber of its own, keyed by its id: a `control_cancel_request`
  * interrupts it (and nothing is written), and every other request gets an
  * answer, an error at worst.
@@ -12,6 +12,8 @@ import type { Elicitation } from "../Elicitation.js"
 import type { Hooks } from "../Hooks.js"
 import { defaultTimeout as defaultPermissionTimeout, deny, type PermissionDecision, type Permissions } from "../Permissions.js"
 import type * as SessionState from "../SessionState.js"
+import type { Toolkits } from "../Toolkit.js"
+import * as McpServer from "./mcpServer.js"
 
 /**
  * What the CLI is told when the host has no `Permissions` service: a denial
@@ -26,11 +28,14 @@ export interface Services {
   readonly permissions: Option.Option<Permissions["Type"]>
   readonly hooks: Option.Option<Hooks["Type"]>
   readonly elicitation: Option.Option<Elicitation["Type"]>
+  readonly toolkits: Option.Option<Toolkits["Type"]>
 }
 
 export interface CliRequests {
   /** The `hooks` field of `initialize`: one callback id per registration. */
   readonly hookConfig: Readonly<Record<string, ReadonlyArray<Control.HookMatcher>>> | undefined
+  /** The `sdkMcpServers` field of `initialize`: one name per toolkit. */
+  readonly sdkMcpServers: ReadonlyArray<string> | undefined
   readonly onRequest: (message: Control.CliRequest) => Effect.Effect<void>
   /** A request of a kind this host does not know still gets an answer. */
   readonly onUnknown: (json: Json.JsonObject, subtype: string | undefined) => Effect.Effect<void>
@@ -68,6 +73,10 @@ export const make = (options: {
     const { services, state, write } = options
     const fibers = yield* FiberMap.make<string>()
     const hooks = hookRegistry(services.hooks)
+    const servers = new Map(
+      (yield* Effect.forEach(Option.match(services.toolkits, { onNone: () => [], onSome: (t) => t.servers }), McpServer.make))
+        .map((server) => [server.name, server])
+    )
 
     const answer = (requestId: string, effect: Effect.Effect<Json.JsonObject>) =>
       effect.pipe(
@@ -148,6 +157,15 @@ export const make = (options: {
     const run = (requestId: string, effect: Effect.Effect<Json.JsonObject>) =>
       FiberMap.run(fibers, requestId, answer(requestId, effect)).pipe(Effect.asVoid)
 
+    /** The CLI reads the JSON-RPC answer from `mcp_response`; a tool's run is this request's fiber. */
+    const mcpMessage = (requestId: string, request: Control.McpMessage) => {
+      const server = servers.get(request.server_name)
+      if (server === undefined) {
+        return refuse(requestId, servers.size === 0 ? "mcp_message" : `mcp_message for server ${request.server_name}`)
+      }
+      return run(requestId, Effect.map(server.handle(request.message), (response): Json.JsonObject => ({ mcp_response: response })))
+    }
+
     const onRequest = ({ request, request_id: requestId }: Control.CliRequest): Effect.Effect<void> => {
       switch (request.subtype) {
         case "can_use_tool":
@@ -157,6 +175,7 @@ export const make = (options: {
         case "elicitation":
           return run(requestId, elicit(request))
         case "mcp_message":
+          return mcpMessage(requestId, request)
         case "request_user_dialog":
           return refuse(requestId, request.subtype)
       }
@@ -164,6 +183,7 @@ export const make = (options: {
 
     return {
       hookConfig: hooks.config,
+      sdkMcpServers: servers.size === 0 ? undefined : Array.from(servers.keys()),
       onRequest,
       onUnknown: (json, subtype) => {
         const requestId = json["request_id"]

@@ -50,6 +50,8 @@ export interface Options {
   /** Set once the session has ended. */
   readonly ended: Effect.Effect<Option.Option<TurnError>>
   readonly closed: SessionClosed
+  /** With an `outputSchema`: decodes a turn's structured output from its results. */
+  readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
 }
 
 interface TurnRecord {
@@ -110,7 +112,8 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
           ...summary,
           origin: record.origin,
           endReason: output.reason,
-          liveTasks: output.liveTasks
+          liveTasks: output.liveTasks,
+          ...(options.structuredOutput === undefined ? {} : { structuredOutput: options.structuredOutput(output.results) })
         })
       })
 

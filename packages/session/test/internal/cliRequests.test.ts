@@ -20,7 +20,7 @@ const setup = (services: Partial<CliRequests.Services>) =>
     const written = yield* Ref.make<ReadonlyArray<HostMessage.HostMessage>>([])
     const state = yield* SubscriptionRef.make(SessionState.initial({ cwd: "/tmp" }))
     const requests = yield* CliRequests.make({
-      services: { permissions: Option.none(), hooks: Option.none(), elicitation: Option.none(), ...services },
+      services: { permissions: Option.none(), hooks: Option.none(), elicitation: Option.none(), toolkits: Option.none(), ...services },
       state,
       write: (message) => Ref.update(written, (all) => [...all, message])
     })
