@@ -5,3 +5,4 @@
 export * as MemoryFile from "./MemoryFile.js"
 export * as MemoryFolder from "./MemoryFolder.js"
 export * as DreamGates from "./DreamGates.js"
+export * as SingleFlight from "./SingleFlight.js"
