@@ -18,6 +18,12 @@ import { CliMessage, Lenient } from "@skein/protocol"
 import { EventTranslator, History, Invariants } from "@skein/serve"
 import { Console, Data, Effect, Option } from "effect"
 
+class MissingInput extends Data.TaggedError("MissingInput")<{}> {
+  override get message() {
+    return "give a capture file, or --transcript <file>"
+  }
+}
+
 class InvariantViolated extends Data.TaggedError("InvariantViolated")<Invariants.Violation> {
   override get message() {
     return `event ${this.index}: ${this.rule}: ${this.detail}`
@@ -33,8 +39,7 @@ const translateCapture = (path: string, options: { readonly v2: boolean; readonl
     if (options.check) {
       const violation = Invariants.check(events)
       if (violation !== undefined) return yield* new InvariantViolated(violation)
-      yield* Console.log(`${events.length} events from ${decoded.length} lines: every invariant holds`)
-      return
+      return yield* Console.log(`${events.length} events from ${decoded.length} lines: every invariant holds`)
     }
     for (const event of events) yield* Console.log(JSON.stringify(event))
   })
@@ -57,13 +62,10 @@ const transcript = Options.file("transcript", { exists: "yes" }).pipe(
 )
 
 const canonical = Command.make("canonical", { file, v2, check, transcript }, ({ check, file, transcript, v2 }) =>
-  Option.match(transcript, {
-    onSome: printHistory,
-    onNone: () =>
-      Option.match(file, {
-        onNone: () => Effect.dieMessage("give a capture file, or --transcript <file>"),
-        onSome: (path) => translateCapture(path, { v2, check })
-      })
+  Effect.gen(function*() {
+    if (Option.isSome(transcript)) return yield* printHistory(transcript.value)
+    if (Option.isNone(file)) return yield* new MissingInput()
+    yield* translateCapture(file.value, { v2, check })
   })).pipe(Command.withDescription("Claude Code stream-json to opencode's canonical events."))
 
 const cli = Command.run(canonical, { name: "skein-canonical", version: "0.0.0" })
