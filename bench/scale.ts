@@ -1,0 +1,250 @@
+/**
+ * Scale: how many sessions one process hosts. N concurrent sessions (default
+ * 1,000) over testkit's stand-in CLI (a dash script of about 1 MB RSS that
+ * answers `initialize` and each user message with a canned turn), against the
+ * same figures for one session, measured in the same run.
+ *
+ *   npx tsx bench/scale.ts              # 1,000 sessions, 50 busy, 5 s windows
+ *   npx tsx bench/scale.ts 200 20 3     # 200 sessions, 20 busy, 3 s windows
+ *
+ * For each contender (1 session, then N):
+ * - **start**: from the first `Session.start` to every session's `initialize`
+ *   answered (all started at once, each in its own Scope); then one turn each,
+ *   so every session has seen `system/init` and is idle;
+ * - **heap / RSS per idle session**: `heapUsed` and this process's RSS after a
+ *   full collection, minus the same before the sessions started, divided by
+ *   the count; the stand-ins' own RSS is read from /proc/<pid>/status;
+ * - **fds per session**: entries of /proc/self/fd, before and after;
+ * - **event-loop delay p99**: `monitorEventLoopDelay` (1 ms resolution, so a
+ *   figure includes up to 1 ms of the timer's own interval) over a window with
+ *   every session idle, then over a window where `busy` of them run turns back
+ *   to back (the turns per second are printed);
+ * - **close**: from closing every session's Scope at once to every scope
+ *   closed and every stand-in gone.
+ *
+ * Each session holds three pipes, so N sessions need about 3N descriptors
+ * plus what node holds: with a soft `ulimit -n` too low, the bench re-runs
+ * itself under `sh -c 'ulimit -n …'` (up to the hard limit), else stops and
+ * says what it needs. It needs N + a few dozen processes under `ulimit -u`.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { ProcessHost } from "@skein/kernel"
+import { Session } from "@skein/session"
+import { StandInCli } from "@skein/testkit"
+import { Duration, Effect, Exit, Fiber, Layer, Logger, Scope } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
+import * as V8 from "node:v8"
+import * as Vm from "node:vm"
+
+const count = Number(process.argv[2] ?? 1000)
+const busyCount = Math.min(count, Number(process.argv[3] ?? 50))
+const windowMillis = Number(process.argv[4] ?? 5) * 1000
+
+// --- descriptors --------------------------------------------------------------
+
+const fdsNeeded = count * 4 + 256
+
+const openFileLimits = (): { readonly soft: number; readonly hard: number } => {
+  const line = Fs.readFileSync("/proc/self/limits", "utf8").split("\n").find((l) => l.startsWith("Max open files"))
+  const [soft, hard] = (line ?? "").split(/\s+/).slice(3, 5).map((v) => v === "unlimited" ? Infinity : Number(v))
+  return { soft: soft ?? 0, hard: hard ?? 0 }
+}
+
+const limits = openFileLimits()
+if (limits.soft < fdsNeeded) {
+  if (limits.hard < fdsNeeded || process.env.SKEIN_BENCH_SCALE_RAISED === "1") {
+    console.error(`scale: ${count} sessions need about ${fdsNeeded} open files; ulimit -n is ${limits.soft} (hard ${limits.hard})`)
+    process.exit(1)
+  }
+  console.log(`scale: raising ulimit -n from ${limits.soft} to ${fdsNeeded} for ${count} sessions`)
+  const rerun = ChildProcess.spawnSync(
+    "/bin/sh",
+    ["-c", `ulimit -n ${fdsNeeded} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)],
+    { stdio: "inherit", env: { ...process.env, SKEIN_BENCH_SCALE_RAISED: "1" } }
+  )
+  process.exit(rerun.status ?? 1)
+}
+
+// --- measuring ------------------------------------------------------------------
+
+V8.setFlagsFromString("--expose-gc")
+const collect: unknown = Vm.runInNewContext("gc")
+const fullGc = () => {
+  if (typeof collect === "function") {
+    collect()
+    collect()
+  }
+}
+
+interface Memory {
+  readonly heap: number
+  readonly rss: number
+  readonly fds: number
+}
+
+const memory = (): Memory => {
+  fullGc()
+  const usage = process.memoryUsage()
+  return { heap: usage.heapUsed, rss: usage.rss, fds: Fs.readdirSync("/proc/self/fd").length }
+}
+
+/** VmRSS of a process, in bytes; 0 once it is gone. */
+const rssOf = (pid: number): number => {
+  try {
+    const line = Fs.readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
+    return Number(line?.split(/\s+/)[1] ?? 0) * 1024
+  } catch {
+    return 0
+  }
+}
+
+const delayP99 = (during: Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const histogram = monitorEventLoopDelay({ resolution: 1 })
+    histogram.enable()
+    yield* during
+    histogram.disable()
+    return { p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 }
+  })
+
+const since = (start: number) => performance.now() - start
+
+// --- one contender ----------------------------------------------------------------
+
+const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-scale-"))
+const cli = StandInCli.command()
+
+interface Figures {
+  readonly sessions: number
+  readonly startMs: number
+  readonly heapPerSession: number
+  readonly rssPerSession: number
+  readonly standInRss: number
+  readonly fdsPerSession: number
+  readonly idle: { readonly p99: number; readonly max: number }
+  readonly busy: { readonly p99: number; readonly max: number }
+  readonly busySessions: number
+  readonly turnsPerSecond: number
+  readonly closeMs: number
+}
+
+const contender = (n: number, busy: number) =>
+  Effect.gen(function*() {
+    const before = memory()
+    const scopes = yield* Effect.forEach(Array.from({ length: n }), () => Scope.make())
+    const startedAt = performance.now()
+    const sessions = yield* Effect.forEach(scopes, (scope, i) => {
+      const cwd = Path.join(root, `s${n}-${i}`)
+      Fs.mkdirSync(cwd, { recursive: true })
+      return Session.start({ cwd, executable: cli.command, executableArgs: cli.args }).pipe(
+        Effect.tap((session) => session.initialize),
+        Scope.extend(scope)
+      )
+    }, { concurrency: "unbounded" })
+    const startMs = since(startedAt)
+    const pids = sessions.map((s) => s.pid)
+    const turn = (session: Session.Session) => Effect.flatMap(session.send("hello"), (t) => t.result)
+    yield* Effect.forEach(sessions, turn, { concurrency: "unbounded", discard: true })
+
+    const idleMemory = memory()
+    const standInRss = pids.reduce((sum, pid) => sum + rssOf(pid), 0) / n
+    const idle = yield* delayP99(Effect.sleep(Duration.millis(windowMillis)))
+
+    let turns = 0
+    const loops = yield* Effect.forEach(
+      sessions.slice(0, busy),
+      (session) => Effect.fork(Effect.forever(Effect.tap(turn(session), () => Effect.sync(() => turns++)))),
+      { concurrency: "unbounded" }
+    )
+    const busyDelay = yield* delayP99(Effect.sleep(Duration.millis(windowMillis)))
+    const turnsPerSecond = turns / (windowMillis / 1000)
+    yield* Effect.forEach(loops, Fiber.interrupt, { concurrency: "unbounded", discard: true })
+
+    const closedAt = performance.now()
+    yield* Effect.forEach(scopes, (scope) => Scope.close(scope, Exit.void), { concurrency: "unbounded", discard: true })
+    yield* Effect.promise(() => untilGone(pids))
+    const closeMs = since(closedAt)
+    return {
+      sessions: n,
+      startMs,
+      heapPerSession: (idleMemory.heap - before.heap) / n,
+      rssPerSession: (idleMemory.rss - before.rss) / n,
+      standInRss,
+      fdsPerSession: (idleMemory.fds - before.fds) / n,
+      idle,
+      busy: busyDelay,
+      busySessions: busy,
+      turnsPerSecond,
+      closeMs
+    } satisfies Figures
+  })
+
+const untilGone = async (pids: ReadonlyArray<number>): Promise<void> => {
+  const deadline = Date.now() + 60_000
+  while (pids.some(ProcessHost.isAlive)) {
+    if (Date.now() > deadline) throw new Error(`still alive: ${pids.filter(ProcessHost.isAlive).join(" ")}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+// --- report -----------------------------------------------------------------------
+
+const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`
+const ms = (x: number) => `${x.toFixed(1)} ms`
+const ratio = (a: number, b: number) => b === 0 ? "n/a" : `${(a / b).toFixed(2)}x`
+
+const report = (one: Figures, many: Figures) => {
+  const rows: ReadonlyArray<readonly [string, string, string, string]> = [
+    ["start, to all initialized", ms(one.startMs), ms(many.startMs), ratio(many.startMs, one.startMs)],
+    ["  per session", ms(one.startMs), ms(many.startMs / many.sessions), ratio(many.startMs / many.sessions, one.startMs)],
+    ["heap per idle session", kb(one.heapPerSession), kb(many.heapPerSession), ratio(many.heapPerSession, one.heapPerSession)],
+    ["RSS per idle session (host)", kb(one.rssPerSession), kb(many.rssPerSession), ratio(many.rssPerSession, one.rssPerSession)],
+    ["RSS per stand-in CLI", kb(one.standInRss), kb(many.standInRss), ratio(many.standInRss, one.standInRss)],
+    ["open fds per session", one.fdsPerSession.toFixed(2), many.fdsPerSession.toFixed(2), ratio(many.fdsPerSession, one.fdsPerSession)],
+    ["event-loop delay p99, all idle", ms(one.idle.p99), ms(many.idle.p99), ratio(many.idle.p99, one.idle.p99)],
+    ["  max", ms(one.idle.max), ms(many.idle.max), ratio(many.idle.max, one.idle.max)],
+    [
+      `event-loop delay p99, ${one.busySessions} / ${many.busySessions} busy`,
+      ms(one.busy.p99),
+      ms(many.busy.p99),
+      ratio(many.busy.p99, one.busy.p99)
+    ],
+    ["  max", ms(one.busy.max), ms(many.busy.max), ratio(many.busy.max, one.busy.max)],
+    ["  turns per second", one.turnsPerSecond.toFixed(0), many.turnsPerSecond.toFixed(0), ratio(many.turnsPerSecond, one.turnsPerSecond)],
+    ["close, to all gone", ms(one.closeMs), ms(many.closeMs), ratio(many.closeMs, one.closeMs)],
+    ["  per session", ms(one.closeMs), ms(many.closeMs / many.sessions), ratio(many.closeMs / many.sessions, one.closeMs)]
+  ]
+  const widths = [0, 1, 2, 3].map((c) => Math.max(...rows.map((r) => r[c]!.length), 14))
+  const header = ["", "1 session", `${many.sessions} sessions`, "ratio"]
+  console.log(header.map((h, c) => c === 0 ? h.padEnd(widths[0]!) : h.padStart(widths[c]!)).join("  "))
+  for (const row of rows) console.log(row.map((v, c) => c === 0 ? v.padEnd(widths[0]!) : v.padStart(widths[c]!)).join("  "))
+  const heapOk = many.heapPerSession <= 100 * 1024
+  const delayOk = many.busy.p99 <= 10
+  console.log(`target heap <= 100 KB per idle session: ${heapOk ? "met" : "not met"} (${kb(many.heapPerSession)})`)
+  console.log(`target event-loop delay p99 <= 10 ms (${many.busySessions} busy): ${delayOk ? "met" : "not met"} (${ms(many.busy.p99)})`)
+}
+
+const main = Effect.gen(function*() {
+  console.log(
+    `scale: ${count} sessions over the stand-in CLI (${cli.command}), ${busyCount} busy, ${windowMillis / 1000} s windows; ulimit -n ${openFileLimits().soft}; ${Os.cpus().length} cpus, load ${
+      Os.loadavg()[0]!.toFixed(1)
+    }`
+  )
+  // A warm-up session, so the one-session figures do not include loading and JIT.
+  yield* contender(1, 1)
+  const one = yield* contender(1, 1)
+  const many = yield* contender(count, busyCount)
+  report(one, many)
+}).pipe(
+  Effect.provide(ProcessHost.layerMemory().pipe(Layer.provide(NodeContext.layer), Layer.provide(Logger.remove(Logger.defaultLogger)))),
+  Effect.ensuring(Effect.sync(() => Fs.rmSync(root, { recursive: true, force: true })))
+)
+
+Effect.runPromise(main).catch((error) => {
+  console.error(error)
+  process.exitCode = 1
+})
