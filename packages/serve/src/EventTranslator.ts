@@ -46,6 +46,9 @@ export const initial = (options: Options): State => S.initial(options)
 /** The `ses_` id of the translator's session. */
 export const sessionID = (state: State): string => state.sessionID
 
+/** The CLI's session UUID behind the `ses_` id. */
+export const cliSessionId = (state: State): string => state.options.cliSessionId
+
 export const step = (state: State, input: Input): S.Step => {
   const events: S.Events = []
   const next = apply(state, events, input)
