@@ -103,6 +103,28 @@ export const jsonSchema = <I, II>(schema: Schema.Schema<I, II>): Json.JsonObject
   return rest
 }
 
+/**
+ * MCP lists a tool's input as an object schema, and the CLI drops a tool
+ * whose schema is anything else: an empty struct (which JSONSchema.make
+ * renders as "object or array") becomes `{type: "object"}`, a class's `$ref`
+ * is resolved at the top.
+ */
+const inputSchemaOf = <I, II>(name: string, schema: Schema.Schema<I, II>): Json.JsonObject => {
+  const root = jsonSchema(schema)
+  if (root["type"] === "object") return root
+  const ref = root["$ref"]
+  const defs = root["$defs"]
+  if (typeof ref === "string" && ref.startsWith("#/$defs/") && Predicate.isRecord(defs)) {
+    const target = defs[decodeURIComponent(ref.slice("#/$defs/".length))]
+    if (Predicate.isRecord(target) && target["type"] === "object") return { ...target, $defs: defs }
+  }
+  const anyOf = root["anyOf"]
+  if (Array.isArray(anyOf) && anyOf.some((branch) => Predicate.isRecord(branch) && branch["type"] === "object" && Object.keys(branch).length === 1)) {
+    return { type: "object", properties: {} }
+  }
+  throw new globalThis.Error(`Tool.make: the input of ${name} must be a struct schema (its JSON Schema is ${JSON.stringify(root)})`)
+}
+
 /** `id: Expected number, actual "x"`, one line per problem. */
 export const formatIssues = (error: ParseResult.ParseError): string =>
   ParseResult.ArrayFormatter.formatErrorSync(error)
@@ -166,7 +188,7 @@ export function make<I, II, O, OI, R>(options: Common<I, II> & {
   return {
     [TypeId]: { _R: (_: never) => _ },
     name,
-    definition: { name, description: options.description, inputSchema: jsonSchema(options.input) },
+    definition: { name, description: options.description, inputSchema: inputSchemaOf(name, options.input) },
     timeout,
     call
   }

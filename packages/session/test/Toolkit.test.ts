@@ -45,6 +45,15 @@ describe("Tool", () => {
     })
   })
 
+  it("is always listed with an object schema: an empty struct, a class; anything else is refused", () => {
+    const empty = Tool.make({ name: "e", description: "", input: Schema.Struct({}), run: () => Effect.succeed("") })
+    expect(empty.definition.inputSchema).toEqual({ type: "object", properties: {} })
+    class Query extends Schema.Class<Query>("Query")({ q: Schema.String }) {}
+    const byClass = Tool.make({ name: "c", description: "", input: Query, run: ({ q }) => Effect.succeed(q) })
+    expect(byClass.definition.inputSchema).toMatchObject({ type: "object", required: ["q"], properties: { q: { type: "string" } } })
+    expect(() => Tool.make({ name: "n", description: "", input: Schema.Number, run: () => Effect.succeed("") })).toThrow(/must be a struct schema/)
+  })
+
   it.effect("runs with its requirements and answers with the output's JSON, pretty-printed", () =>
     Effect.gen(function*() {
       const result = yield* lookupOrder.call({ id: 7 }).pipe(Effect.provide(ordersLayer))
