@@ -7,12 +7,18 @@
  *
  * The corpus is the real CLI captures in packages/protocol/test/fixtures,
  * replicated. Runs alternate between contenders and the median is reported,
- * since the machines are shared and noisy.
+ * since the machines are shared and noisy. A full collection runs before each
+ * timed run, outside the clock: the buffer contender keeps every decoded line
+ * until it returns, and without it the contender after it pays for collecting
+ * that garbage (measured: the stream row took about twice as long after the
+ * buffer row as after itself).
  */
 import { CliMessage, Lenient, StreamJson } from "@skein/protocol"
 import { Chunk, Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 
 const targetMB = Number(process.argv[2] ?? 50)
 const rounds = Number(process.argv[3] ?? 5)
@@ -62,12 +68,20 @@ const skeinStream = (): number =>
     )
   )
 
+v8.setFlagsFromString("--expose-gc")
+const collect: unknown = vm.runInNewContext("gc")
+v8.setFlagsFromString("--no-expose-gc")
+const fullGc = (): void => {
+  if (typeof collect === "function") collect()
+}
+
 const contenders = { baseline, "skein (buffer)": skeinSync, "skein (stream, 64 KiB chunks)": skeinStream }
 const times: Record<string, Array<number>> = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]))
 let lineCount = 0
 
 for (let round = 0; round < rounds + 1; round++) {
   for (const [name, run] of Object.entries(contenders)) {
+    fullGc()
     const start = process.hrtime.bigint()
     const lines = run()
     const ms = Number(process.hrtime.bigint() - start) / 1e6
