@@ -19,6 +19,8 @@
  *   figure includes up to 1 ms of the timer's own interval) over a window with
  *   every session idle, then over a window where `busy` of them run turns back
  *   to back (the turns per second are printed);
+ *   CPU and GC pauses (PerformanceObserver) are reported for both windows,
+ *   since on a shared machine a delay may be the scheduler's, not ours;
  * - **close**: from closing every session's Scope at once to every scope
  *   closed and every stand-in gone.
  *
@@ -36,7 +38,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { monitorEventLoopDelay } from "node:perf_hooks"
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import * as V8 from "node:v8"
 import * as Vm from "node:vm"
 
@@ -102,13 +104,40 @@ const rssOf = (pid: number): number => {
   }
 }
 
-const delayP99 = (during: Effect.Effect<void>) =>
+interface Window {
+  readonly p99: number
+  readonly max: number
+  /** This process's CPU time over the window (all threads, the GC's included). */
+  readonly cpuMs: number
+  /** Garbage-collection pauses in the window: their sum and the longest. */
+  readonly gcMs: number
+  readonly gcMaxMs: number
+}
+
+/** Event-loop delay, CPU and GC pauses while `during` runs. */
+const measureWindow = (during: Effect.Effect<void>) =>
   Effect.gen(function*() {
     const histogram = monitorEventLoopDelay({ resolution: 1 })
+    const pauses: Array<number> = []
+    const observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) pauses.push(entry.duration)
+    })
+    observer.observe({ entryTypes: ["gc"] })
+    const cpu = process.cpuUsage()
     histogram.enable()
     yield* during
     histogram.disable()
-    return { p99: histogram.percentile(99) / 1e6, max: histogram.max / 1e6 }
+    const used = process.cpuUsage(cpu)
+    // GC entries are delivered asynchronously: let the last ones in.
+    yield* Effect.sleep(Duration.millis(50))
+    observer.disconnect()
+    return {
+      p99: histogram.percentile(99) / 1e6,
+      max: histogram.max / 1e6,
+      cpuMs: (used.user + used.system) / 1000,
+      gcMs: pauses.reduce((a, b) => a + b, 0),
+      gcMaxMs: Math.max(0, ...pauses)
+    } satisfies Window
   })
 
 const since = (start: number) => performance.now() - start
@@ -125,8 +154,8 @@ interface Figures {
   readonly rssPerSession: number
   readonly standInRss: number
   readonly fdsPerSession: number
-  readonly idle: { readonly p99: number; readonly max: number }
-  readonly busy: { readonly p99: number; readonly max: number }
+  readonly idle: Window
+  readonly busy: Window
   readonly busySessions: number
   readonly turnsPerSecond: number
   readonly closeMs: number
@@ -152,7 +181,7 @@ const contender = (n: number, busy: number) =>
 
     const idleMemory = memory()
     const standInRss = pids.reduce((sum, pid) => sum + rssOf(pid), 0) / n
-    const idle = yield* delayP99(Effect.sleep(Duration.millis(windowMillis)))
+    const idle = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)))
 
     let turns = 0
     const loops = yield* Effect.forEach(
@@ -160,7 +189,7 @@ const contender = (n: number, busy: number) =>
       (session) => Effect.fork(Effect.forever(Effect.tap(turn(session), () => Effect.sync(() => turns++)))),
       { concurrency: "unbounded" }
     )
-    const busyDelay = yield* delayP99(Effect.sleep(Duration.millis(windowMillis)))
+    const busyDelay = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)))
     const turnsPerSecond = turns / (windowMillis / 1000)
     yield* Effect.forEach(loops, Fiber.interrupt, { concurrency: "unbounded", discard: true })
 
@@ -195,6 +224,7 @@ const untilGone = async (pids: ReadonlyArray<number>): Promise<void> => {
 
 const kb = (bytes: number) => `${(bytes / 1024).toFixed(1)} KB`
 const ms = (x: number) => `${x.toFixed(1)} ms`
+const pct = (x: number) => `${(100 * x).toFixed(0)}%`
 const ratio = (a: number, b: number) => b === 0 ? "n/a" : `${(a / b).toFixed(2)}x`
 
 const report = (one: Figures, many: Figures) => {
@@ -207,6 +237,7 @@ const report = (one: Figures, many: Figures) => {
     ["open fds per session", one.fdsPerSession.toFixed(2), many.fdsPerSession.toFixed(2), ratio(many.fdsPerSession, one.fdsPerSession)],
     ["event-loop delay p99, all idle", ms(one.idle.p99), ms(many.idle.p99), ratio(many.idle.p99, one.idle.p99)],
     ["  max", ms(one.idle.max), ms(many.idle.max), ratio(many.idle.max, one.idle.max)],
+    ["  host CPU, share of one core", pct(one.idle.cpuMs / windowMillis), pct(many.idle.cpuMs / windowMillis), ratio(many.idle.cpuMs, one.idle.cpuMs)],
     [
       `event-loop delay p99, ${one.busySessions} / ${many.busySessions} busy`,
       ms(one.busy.p99),
@@ -214,7 +245,10 @@ const report = (one: Figures, many: Figures) => {
       ratio(many.busy.p99, one.busy.p99)
     ],
     ["  max", ms(one.busy.max), ms(many.busy.max), ratio(many.busy.max, one.busy.max)],
+    ["  GC pauses, sum / longest", `${ms(one.busy.gcMs)} / ${ms(one.busy.gcMaxMs)}`, `${ms(many.busy.gcMs)} / ${ms(many.busy.gcMaxMs)}`, ratio(many.busy.gcMaxMs, one.busy.gcMaxMs)],
     ["  turns per second", one.turnsPerSecond.toFixed(0), many.turnsPerSecond.toFixed(0), ratio(many.turnsPerSecond, one.turnsPerSecond)],
+    ["  host CPU per turn", ms(one.busy.cpuMs / (one.turnsPerSecond * windowMillis / 1000)), ms(many.busy.cpuMs / (many.turnsPerSecond * windowMillis / 1000)), ratio(many.busy.cpuMs / many.turnsPerSecond, one.busy.cpuMs / one.turnsPerSecond)],
+    ["  host CPU, share of one core", pct(one.busy.cpuMs / windowMillis), pct(many.busy.cpuMs / windowMillis), ratio(many.busy.cpuMs, one.busy.cpuMs)],
     ["close, to all gone", ms(one.closeMs), ms(many.closeMs), ratio(many.closeMs, one.closeMs)],
     ["  per session", ms(one.closeMs), ms(many.closeMs / many.sessions), ratio(many.closeMs / many.sessions, one.closeMs)]
   ]

@@ -54,11 +54,8 @@ describe("StandInCli", () => {
         ...["system", "assistant", "result", "system"],
         ...["system", "assistant", "result", "system"]
       ])
-      for (const event of events) {
-        if (event._tag === "Message" && event.message.type !== "control_response") {
-          expect(event.message.session_id).toBe(sessionId)
-        }
-      }
+      const stamped = events.flatMap((e) => e._tag === "Message" && "session_id" in e.message ? [e.message.session_id] : [])
+      expect(stamped).toEqual(Array.from({ length: 9 }, () => sessionId))
       expect(events.filter((e) => e._tag === "Message" && e.message.type === "system" && e.message.subtype === "init"))
         .toHaveLength(1)
 
