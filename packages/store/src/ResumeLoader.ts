@@ -271,7 +271,7 @@ const loadFile = (file: FileSystem.File, path: string, size: number, options: Op
       return yield* new ResumeAtNotFound({ path, uuid: options.resumeAt })
     }
     const leaf = options.resumeAt ?? Chain.defaultLeaf(view, metadata.leafUuid)
-    const chain = Chain.walkChain(view, leaf)
+    const chain = Chain.recoverSiblingToolResults(view, Chain.walkChain(view, leaf))
 
     return {
       path,

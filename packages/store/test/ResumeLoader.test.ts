@@ -355,3 +355,26 @@ layer(NodeContext.layer)("backwardScan", (it) => {
       expect(result.oversized).toBe(1)
     }))
 })
+
+layer(NodeContext.layer)("ResumeLoader over a real CLI transcript with parallel tool calls", (it) => {
+  it.effect("both tool results are on the view, after the message that called them, as the CLI resumes it", () =>
+    Effect.gen(function*() {
+      const path = Path.join(import.meta.dirname, "..", "..", "protocol", "test", "fixtures", "two-tools.transcript.jsonl")
+      const view = yield* ResumeLoader.load(path)
+      const resultIds = view.messages.flatMap((message) =>
+        typeof message.content === "string"
+          ? []
+          : message.content.flatMap((block) => block.type === "tool_result" ? [block.tool_use_id] : [])
+      )
+      const useIds = view.messages.flatMap((message) =>
+        typeof message.content === "string" ? [] : message.content.flatMap((block) => block.type === "tool_use" ? [block.id] : [])
+      )
+      expect(useIds).toHaveLength(2)
+      // Every tool_use has its result, in the order of the calls, in the user message right after the assistant's.
+      expect(resultIds).toEqual(useIds)
+      const callAt = view.messages.findIndex((m) => typeof m.content !== "string" && m.content.some((b) => b.type === "tool_use"))
+      const answer = view.messages[callAt + 1]
+      expect(answer?.role).toBe("user")
+      expect(typeof answer?.content === "string" ? [] : answer?.content.map((b) => b.type)).toEqual(["tool_result", "tool_result"])
+    }))
+})

@@ -84,6 +84,51 @@ export const walkChain = (view: View, leaf: string | undefined): Array<Transcrip
   return chain.reverse()
 }
 
+const hasToolResult = (entry: Transcript.ChainEntry): boolean =>
+  entry.type === "user" && typeof entry.message.content !== "string" &&
+  entry.message.content.some((block) => block.type === "tool_result")
+
+/**
+ * Parallel tool calls leave all but one of their results off the chain: the
+ * CLI writes one entry per tool_use block, each result hangs under its own
+ * tool_use, and only the last result carries the conversation on. The CLI
+ * puts those sibling results back when it resumes; so does this. Each
+ * off-chain result whose parent is a block of one assistant message on the
+ * chain goes right after that message's last block, in file order, before
+ * the result that carries the chain.
+ */
+export const recoverSiblingToolResults = (
+  view: View,
+  chain: ReadonlyArray<Transcript.ChainEntry>
+): Array<Transcript.ChainEntry> => {
+  const onChain = new Set(chain.map((entry) => entry.uuid))
+  const siblingsOf = new Map<string, Array<Transcript.ChainEntry>>()
+  for (const uuid of view.order) {
+    const entry = view.entries.get(uuid)
+    if (entry === undefined || onChain.has(uuid) || !hasToolResult(entry)) continue
+    const parent = entry.parentUuid
+    if (parent === null || parent === undefined || !onChain.has(parent)) continue
+    const list = siblingsOf.get(parent) ?? []
+    list.push(entry)
+    siblingsOf.set(parent, list)
+  }
+  if (siblingsOf.size === 0) return [...chain]
+  const out: Array<Transcript.ChainEntry> = []
+  let pending: Array<Transcript.ChainEntry> = []
+  chain.forEach((entry, i) => {
+    out.push(entry)
+    pending.push(...(siblingsOf.get(entry.uuid) ?? []))
+    const next = chain[i + 1]
+    const sameMessage = next !== undefined && next.type === "assistant" && entry.type === "assistant" &&
+      next.message.id === entry.message.id
+    if (!sameMessage && pending.length > 0) {
+      out.push(...pending)
+      pending = []
+    }
+  })
+  return out
+}
+
 /** Usage of the chain, counting each API message once (its blocks share an id); preserved messages count none. */
 export const chainUsage = (chain: ReadonlyArray<Transcript.ChainEntry>, preserved: ReadonlySet<string>): Usage => {
   const usage = { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
