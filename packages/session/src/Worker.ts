@@ -34,6 +34,7 @@ import * as WorkerPool from "./internal/workerPool.js"
 import * as WorkerRun from "./internal/workerRun.js"
 import * as WorkerTeardown from "./internal/workerTeardown.js"
 import { Permissions } from "./Permissions.js"
+import { Toolkits } from "./Toolkit.js"
 import type * as Session from "./Session.js"
 import type { RequestError, TurnError } from "./SessionError.js"
 import type { TurnUsage } from "./Turn.js"
@@ -63,6 +64,8 @@ interface CommonOptions {
   readonly permissionMode?: string | undefined
   /** From the moment it holds a slot of the pool; past it the worker fails with `WorkerTimeout`. */
   readonly timeout?: Duration.DurationInput | undefined
+  /** `inherit` (default): the worker serves the parent's toolkits (those in context at `pool`); `none`: no host tools. */
+  readonly toolkits?: "inherit" | "none" | undefined
 }
 
 /** No state shared: its own permission policy, nothing of the parent's handlers. */
@@ -194,7 +197,8 @@ export const defaultConcurrency = 4
  * The workers of `parent`, for as long as the current scope: make it in the
  * parent's scope, after `Session.start`, so that closing it kills every
  * worker first. Interactive workers share the Permissions, Hooks and
- * Elicitation services in context here.
+ * Elicitation services in context here; every worker serves the Toolkits
+ * in context here, unless its options say `toolkits: "none"`.
  *
  * The parts live in `internal/`: a fork's launch (`forkLaunch`), its task's
  * work (`workerRun`), the handle its caller gets (`workerHandle`), the
@@ -209,7 +213,8 @@ export const pool = Effect.fn("Worker.pool")(function*(parent: Session.Session, 
   const shared: ForkLaunch.SharedHandlers = {
     permissions: yield* Effect.serviceOption(Permissions),
     hooks: yield* Effect.serviceOption(Hooks),
-    elicitation: yield* Effect.serviceOption(Elicitation)
+    elicitation: yield* Effect.serviceOption(Elicitation),
+    toolkits: yield* Effect.serviceOption(Toolkits)
   }
   const concurrency = Math.max(1, options.concurrency ?? defaultConcurrency)
   const slots = yield* Effect.makeSemaphore(concurrency)

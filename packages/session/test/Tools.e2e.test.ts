@@ -3,14 +3,20 @@
  * Claude Code CLI against FakeModel. What the model received (FakeModel's
  * request log) is the evidence for every case.
  */
+import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
+import { TaskManager } from "@skein/kernel"
+import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { FakeModel } from "@skein/testkit"
 import { Context, Deferred, Effect, Either, Layer, Option, Ref, Schema } from "effect"
+import * as Path from "node:path"
 import * as Permissions from "../src/Permissions.js"
 import * as Session from "../src/Session.js"
+import * as SupervisedSession from "../src/SupervisedSession.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
 import * as Turn from "../src/Turn.js"
+import * as Worker from "../src/Worker.js"
 import * as Live from "./live.js"
 
 class Orders extends Context.Tag("test/Orders")<Orders, {
@@ -192,4 +198,69 @@ describe("the rest of initialize with the real CLI", () => {
       expect(systemOf(request)).toContain("skein-append-marker")
       expect(systemOf(request)).toContain("skein-replaced-marker")
     }).pipe(Effect.provide(Live.layer)))
+})
+
+describe("toolkits and options across restarts and forks, with the real CLI", () => {
+  it.scopedLive("a SupervisedSession restart keeps the toolkit and the initialize options", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.toolUse("mcp__shop__lookup_order", { id: 42 }),
+          FakeModel.text("Shipped."),
+          FakeModel.toolUse("mcp__shop__lookup_order", { id: 42 }),
+          FakeModel.text("Still shipped.")
+        ]
+      })
+      const d = yield* Live.dirs
+      const supervised = yield* SupervisedSession.start({
+        ...Live.liveOptions(model, d, {
+          allowedTools: Toolkit.toolNames(shop),
+          agents: { "order-auditor": { description: "Audits orders", prompt: "You audit orders." } },
+          appendSystemPrompt: "skein-append-marker"
+        }),
+        restart: { base: "50 millis" }
+      })
+      expect((yield* Effect.flatMap(supervised.send("Order 42?"), (t) => t.result)).text).toBe("Shipped.")
+      const before = yield* supervised.current
+      yield* before.end
+      yield* before.exit
+      const events = yield* Effect.flatMap(Effect.retry(supervised.current.pipe(Effect.filterOrFail((s) => s.pid !== before.pid)), { times: 200 }), (s) => s.subscribe)
+      const after = yield* Effect.flatMap(supervised.send("Order 42 again?"), (t) => t.result)
+      expect(after.text).toBe("Still shipped.")
+      expect(yield* toolResultOf(model, 3)).toContain("order 42: shipped on 2 May")
+      expect(yield* Effect.flatMap(Orders, (o) => Ref.get(o.looked))).toEqual([42, 42])
+      const init = Array.from(yield* events.takeAll).find((e) => e._tag === "Message" && e.message.type === "system" && e.message.subtype === "init")
+      expect(JSON.stringify(init)).toContain("order-auditor")
+      expect(systemOf(yield* model.awaitRequest(3, FakeModel.isConversation))).toContain("skein-append-marker")
+    }).pipe(Effect.provide(Layer.provideMerge(Toolkit.layer(shop), ordersLayer)), Effect.provide(Live.layer)))
+
+  it.scopedLive("a Worker fork serves the parent's toolkits; with toolkits: \"none\" it has none", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.text("Noted."),
+          FakeModel.toolUse("mcp__shop__lookup_order", { id: 42 }),
+          FakeModel.text("Worker: shipped."),
+          FakeModel.toolUse("mcp__shop__lookup_order", { id: 42 }),
+          FakeModel.text("Worker: no tool.")
+        ]
+      })
+      const d = yield* Live.dirs
+      const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
+      const stores = yield* Layer.build(Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
+        Layer.provide(TranscriptLayout.layer(d.configDir)),
+        Layer.provide(NodeContext.layer)
+      ))
+      const launch = Live.liveOptions(model, d, { allowedTools: Toolkit.toolNames(shop) })
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("Remember order 42"), (t) => t.result)
+      const workers = yield* Worker.pool(parent, { launch }).pipe(Effect.provide(stores), Effect.provideService(TaskManager.TaskManager, tasks))
+      const inherited = yield* Effect.flatMap(Worker.fork(workers, { label: "with-tools", prompt: "Look it up" }), (w) => w.result)
+      expect(inherited.text).toBe("Worker: shipped.")
+      expect(yield* toolResultOf(model, 2)).toContain("order 42: shipped on 2 May")
+      const without = yield* Effect.flatMap(Worker.fork(workers, { label: "without", prompt: "Look it up", toolkits: "none" }), (w) => w.result)
+      expect(without.text).toBe("Worker: no tool.")
+      expect(yield* toolResultOf(model, 4)).toContain("No such tool available: mcp__shop__lookup_order")
+      expect(yield* Effect.flatMap(Orders, (o) => Ref.get(o.looked))).toEqual([42])
+    }).pipe(Effect.provide(Layer.provideMerge(Toolkit.layer(shop), ordersLayer)), Effect.provide(Live.layer)))
 })

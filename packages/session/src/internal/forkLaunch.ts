@@ -10,6 +10,7 @@ import { Context, type Duration, Effect, Option } from "effect"
 import { Elicitation } from "../Elicitation.js"
 import { Hooks } from "../Hooks.js"
 import { Permissions } from "../Permissions.js"
+import { Toolkits } from "../Toolkit.js"
 import type { Session, SessionOptions } from "../Session.js"
 import type { TurnError } from "../SessionError.js"
 import type { ForkOptions, Mode } from "../Worker.js"
@@ -93,11 +94,14 @@ export interface SharedHandlers {
   readonly permissions: Option.Option<Permissions["Type"]>
   readonly hooks: Option.Option<Hooks["Type"]>
   readonly elicitation: Option.Option<Elicitation["Type"]>
+  /** The parent's toolkits: every worker gets them unless its options say `toolkits: "none"`. */
+  readonly toolkits?: Option.Option<Toolkits["Type"]> | undefined
 }
 
 /**
  * The worker session's services: its own policy, or the parent's handlers
- * for `interactive`; never the parent's TaskManager (so not listed here).
+ * for `interactive`; the parent's toolkits unless told otherwise; never the
+ * parent's TaskManager (so not listed here).
  */
 export const services = (
   fork: ForkOptions,
@@ -105,6 +109,9 @@ export const services = (
   shared: SharedHandlers
 ): Context.Context<ProcessHost.ProcessHost> => {
   let context = Context.make(ProcessHost.ProcessHost, host)
+  if (fork.toolkits !== "none" && shared.toolkits !== undefined && Option.isSome(shared.toolkits)) {
+    context = Context.add(context, Toolkits, shared.toolkits.value)
+  }
   if (fork.mode === "interactive") {
     if (Option.isSome(shared.permissions)) context = Context.add(context, Permissions, shared.permissions.value)
     if (Option.isSome(shared.hooks)) context = Context.add(context, Hooks, shared.hooks.value)

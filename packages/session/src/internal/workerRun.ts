@@ -12,6 +12,7 @@ import { Elicitation } from "../Elicitation.js"
 import { Hooks } from "../Hooks.js"
 import { Permissions } from "../Permissions.js"
 import * as Session from "../Session.js"
+import { Toolkits } from "../Toolkit.js"
 import type { Turn, TurnSummary } from "../Turn.js"
 import type { WorkerResult } from "../Worker.js"
 import type { ForkPlan } from "./forkLaunch.js"
@@ -116,9 +117,9 @@ const converse = (options: RunOptions, context: TaskManager.TaskContext) =>
       }
     })
     const session = yield* Session.start(plan.sessionOptions).pipe(
-      // Not the caller's handlers or TaskManager: only what this mode gives the worker.
+      // Not the caller's handlers, toolkits or TaskManager: only what this mode gives the worker.
       Effect.mapInputContext((inherited: Context.Context<Scope.Scope>) =>
-        Context.merge(Context.omit(Permissions, Hooks, Elicitation, TaskManager.TaskManager)(inherited), options.services)
+        Context.merge(Context.omit(Permissions, Hooks, Elicitation, Toolkits, TaskManager.TaskManager)(inherited), options.services)
       )
     )
     yield* Deferred.succeed(options.started, session)
