@@ -84,6 +84,9 @@ export type Error = FileLock.FileLockError | PlatformError
 export interface DreamGates {
   readonly lockPath: string
   readonly config: Config
+  readonly time: Gate.Gate<void, FileLock.FileLockError, FileSystem.FileSystem>
+  readonly activity: Gate.Gate<number, PlatformError, FileSystem.FileSystem | Path.Path>
+  readonly lock: Gate.Gate<FileLock.FileLock, FileLock.FileLockError, FileSystem.FileSystem | Scope.Scope>
   /** Passes with the lock held in the current scope: commit it after a good run, or let the scope roll it back. */
   readonly evaluate: Effect.Effect<
     Gate.Outcome<readonly [void, number, FileLock.FileLock]>,
@@ -137,5 +140,5 @@ export const make = (options: Options): Effect.Effect<DreamGates> =>
     const evaluate = Gate.evaluate([time, activity, lock] as const).pipe(
       Effect.withSpan("DreamGates.evaluate", { attributes: { lock: path } })
     )
-    return { lockPath: path, config, evaluate }
+    return { lockPath: path, config, time, activity, lock, evaluate }
   })

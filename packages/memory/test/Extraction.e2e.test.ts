@@ -1,0 +1,124 @@
+/**
+ * Memory extraction end to end: the real CLI against FakeModel, which
+ * scripts the worker's tool calls. What skein wrote is then loaded by a new,
+ * plain CLI session of the same project: the proof is in FakeModel's
+ * request log.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { ProcessHost, TaskManager } from "@skein/kernel"
+import { Extraction, ExtractionCursor, MemoryEvents, MemoryFile, MemoryFolder } from "@skein/memory"
+import { Session, Worker } from "@skein/session"
+import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { ClaudeCli, FakeModel } from "@skein/testkit"
+import { Effect, Layer, Option, Queue, Schema } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+
+const marker = "skein memory extraction."
+
+/** A conversation request of the extraction worker (its prompt is in the history). */
+const extractionRequest: FakeModel.RequestMatch = (request) =>
+  FakeModel.isConversation(request) && FakeModel.messagesText(request).includes(marker)
+
+const mainRequest = (word: string): FakeModel.RequestMatch => (request) =>
+  FakeModel.isConversation(request) && !FakeModel.messagesText(request).includes(marker) &&
+  FakeModel.messagesText(request).includes(word)
+
+const launchOf = (model: FakeModel.FakeModel["Type"], d: ClaudeCli.OfflineDirs, bare: boolean): Session.SessionOptions => ({
+  cwd: d.cwd,
+  configDir: d.configDir,
+  env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
+  bare,
+  stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+})
+
+const systemText = (request: FakeModel.RecordedRequest): string =>
+  Option.match(request.messagesRequest, {
+    onNone: () => "",
+    onSome: (body) => typeof body.system === "string" ? body.system : JSON.stringify(body.system ?? "")
+  })
+
+describe("Extraction e2e with the real CLI", () => {
+  it.scopedLive("an extraction writes a memory file and its index line; a new plain session has the memory in its context", () =>
+    Effect.gen(function*() {
+      const d = yield* ClaudeCli.offlineDirs("skein-memory-e2e-")
+      const memoryDir = MemoryFolder.directory(d.configDir, d.cwd)
+      const memoryFile = Path.join(memoryDir, "deploy-day.md")
+      const memory = Schema.decodeSync(MemoryFile.Memory)({
+        name: "deploy-day",
+        description: "the team deploys on Tuesdays only",
+        type: "project",
+        body: "Deploys happen on Tuesdays only.\n\n**Why:** the on-call rota.\n**How to apply:** never propose a deploy on another day."
+      })
+      const indexLine = "- [Deploy day](deploy-day.md) — deploys on Tuesdays only (ZEBRA-INDEX)"
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.matching(FakeModel.text("Noted: Tuesdays."), mainRequest("Tuesdays")),
+          FakeModel.matching(FakeModel.toolUse("Write", { file_path: memoryFile, content: MemoryFile.render(memory) }), extractionRequest),
+          FakeModel.matching(FakeModel.toolUse("Write", { file_path: Path.join(memoryDir, "MEMORY.md"), content: `${indexLine}\n` }), extractionRequest),
+          FakeModel.matching(FakeModel.text("Saved one memory."), extractionRequest),
+          FakeModel.matching(FakeModel.text("Hello again."), mainRequest("new-session-hello"))
+        ]
+      })
+      const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
+      const stores = yield* Layer.build(
+        Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
+          Layer.provide(TranscriptLayout.layer(d.configDir)),
+          Layer.provide(NodeContext.layer)
+        )
+      )
+      const events = yield* MemoryEvents.make
+      const seen = yield* events.subscribe
+      // Not --bare: the bare tool set has no Write.
+      const launch = launchOf(model, d, false)
+      const parent = yield* Session.start(launch)
+      yield* Effect.flatMap(parent.send("Remember: we deploy on Tuesdays only."), (t) => t.result)
+      const parentId = yield* parent.sessionId
+
+      const extraction = yield* Effect.gen(function*() {
+        const workers = yield* Worker.pool(parent, { launch })
+        return yield* Extraction.make({ workers, launch })
+      }).pipe(
+        Effect.provide(stores),
+        Effect.provideService(TaskManager.TaskManager, tasks),
+        Effect.provideService(MemoryEvents.MemoryEvents, events)
+      )
+      expect(extraction.memoryDir).toBe(memoryDir)
+      yield* extraction.extract
+
+      expect(Fs.existsSync(memoryFile)).toBe(true)
+      const snapshot = yield* MemoryFolder.read(memoryDir)
+      expect(snapshot.memories.get("deploy-day.md")).toEqual(memory)
+      expect(Fs.readFileSync(Path.join(memoryDir, "MEMORY.md"), "utf8")).toBe(`${indexLine}\n`)
+      expect(MemoryFolder.validate(snapshot)).toEqual([])
+      const all = yield* Queue.takeAll(seen)
+      expect([...all].map((e) => e._tag)).toEqual(["Started", "Wrote"])
+      expect([...all][1]).toMatchObject({ files: ["MEMORY.md", "deploy-day.md"], removed: [], repaired: [], remaining: [] })
+      // Three worker requests, all answered by the script; the worker ran as an isolated local_agent task.
+      expect((yield* model.remaining).length).toBe(1)
+      const records = yield* tasks.list
+      expect(records.map((r) => [r.type, r.status])).toEqual([["local_agent", "completed"]])
+
+      // The cursor is the last message the run saw; a second run finds nothing new and forks nothing.
+      const cursor = yield* ExtractionCursor.load(ExtractionCursor.file(TranscriptLayout.projectDir(d.configDir, d.cwd), parentId))
+      expect(Option.isSome(cursor)).toBe(true)
+      yield* extraction.extract
+      expect([...(yield* Queue.takeAll(seen))]).toEqual([
+        { _tag: "Skipped", job: "extraction", sessionId: parentId, gate: "cursor", reason: "no new messages" }
+      ])
+      expect((yield* tasks.list).length).toBe(1)
+
+      // A new, plain session (no --bare) of the same project: the CLI loads MEMORY.md into its context.
+      const before = (yield* model.requests).length
+      const fresh = yield* Session.start(launchOf(model, d, false))
+      yield* Effect.flatMap(fresh.send("new-session-hello"), (t) => t.result)
+      const first = (yield* model.requests).slice(before).find(mainRequest("new-session-hello"))
+      expect(first).toBeDefined()
+      if (first === undefined) return
+      expect(systemText(first)).toContain(`persistent file-based memory at \`${memoryDir}/\``)
+      const context = FakeModel.messagesText(first)
+      expect(context).toContain(`Contents of ${Path.join(memoryDir, "MEMORY.md")}`)
+      expect(context).toContain(indexLine)
+    }).pipe(Effect.provide(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))), { timeout: 120_000 })
+})
