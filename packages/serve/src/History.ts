@@ -9,7 +9,7 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Canonical } from "@skein/protocol"
-import { Anthropic, Lenient, Transcript } from "@skein/protocol"
+import type { Transcript } from "@skein/protocol"
 import { ResumeLoader } from "@skein/store"
 import * as Effect from "effect/Effect"
 import * as EventTranslator from "./EventTranslator.js"
@@ -152,75 +152,6 @@ export const fromEntries = (
 // From a transcript file
 // ---------------------------------------------------------------------------
 
-const toolUseIds = (entries: ReadonlyArray<Transcript.ChainEntry>) => {
-  const uses = new Set<string>()
-  const results = new Set<string>()
-  for (const entry of entries) {
-    if (entry.type !== "assistant" && entry.type !== "user") continue
-    const content = entry.message.content
-    if (typeof content === "string") continue
-    for (const block of content) {
-      if (!Anthropic.isKnownBlock(block)) continue
-      if (block.type === "tool_use") uses.add(block.id)
-      if (block.type === "tool_result") results.add(block.tool_use_id)
-    }
-  }
-  return { uses, results }
-}
-
-const resultIds = (entry: Transcript.Entry): ReadonlyArray<string> => {
-  if (entry.type !== "user" || typeof entry.message.content === "string") return []
-  return entry.message.content.flatMap((block) =>
-    Anthropic.isKnownBlock(block) && block.type === "tool_result" ? [block.tool_use_id] : []
-  )
-}
-
-/**
- * Parallel tool calls leave their results on sibling branches of the chain
- * (each result hangs under its own tool_use entry), and the leaf-to-root walk
- * keeps only one of them. The missing results are put back after the
- * assistant entry they answer, as the CLI does on resume.
- */
-export const recoverToolResults = (
-  entries: ReadonlyArray<Transcript.ChainEntry>,
-  all: ReadonlyArray<Transcript.Entry>
-): ReadonlyArray<Transcript.ChainEntry> => {
-  const { uses, results } = toolUseIds(entries)
-  const missing = [...uses].filter((id) => !results.has(id))
-  if (missing.length === 0) return entries
-  const inView = new Set(entries.map((e) => e.uuid))
-  const recovered = new Map<string, Array<Transcript.ChainEntry>>()
-  for (const entry of all) {
-    if (entry.type !== "user" || inView.has(entry.uuid) || entry.isSidechain || entry.parentUuid === null) continue
-    if (!resultIds(entry).some((id) => missing.includes(id))) continue
-    const under = recovered.get(entry.parentUuid) ?? []
-    under.push(entry)
-    recovered.set(entry.parentUuid, under)
-  }
-  if (recovered.size === 0) return entries
-  // A result goes after the last entry of the API message its tool_use belongs to.
-  const out: Array<Transcript.ChainEntry> = []
-  let held: Array<Transcript.ChainEntry> = []
-  entries.forEach((entry, i) => {
-    out.push(entry)
-    held.push(...(recovered.get(entry.uuid) ?? []))
-    const next = entries[i + 1]
-    const sameMessage = entry.type === "assistant" && next?.type === "assistant" && next.message.id === entry.message.id
-    if (!sameMessage) {
-      out.push(...held)
-      held = []
-    }
-  })
-  return out
-}
-
-const readAll = (path: string) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const bytes = yield* fs.readFile(path)
-    return Lenient.decodeAll(Transcript.decoder, bytes).flatMap((d) => (d._tag === "Message" ? [d.message] : []))
-  })
-
 export interface FromTranscriptOptions extends Partial<EventTranslator.Options> {
   /** Close parts a cut-off turn left open, as an interrupt would. */
   readonly close?: boolean | undefined
@@ -234,11 +165,9 @@ export const fromTranscript: (
 ) => Effect.Effect<Loaded, ResumeLoader.LoadError | PlatformError, FileSystem.FileSystem> = Effect.fn(
   "History.fromTranscript"
 )(function*(path: string, options: FromTranscriptOptions = {}) {
+  // The loader's view is the CLI's own on resume, parallel tool results included.
   const conversation = yield* ResumeLoader.load(path, options.load)
-  const { uses, results } = toolUseIds(conversation.entries)
-  const entries = [...uses].some((id) => !results.has(id))
-    ? recoverToolResults(conversation.entries, yield* readAll(path))
-    : conversation.entries
+  const entries = conversation.entries
   const cliSessionId = options.cliSessionId ?? conversation.sessionId ?? ""
   return fromEntries(
     { cliSessionId, createdAt: options.createdAt, legacy: false, cwd: options.cwd ?? cwdOf(entries) },
