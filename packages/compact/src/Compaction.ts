@@ -9,9 +9,12 @@
  * @since 0.0.0
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
+import type { ProcessHost } from "@skein/kernel"
 import type { Transcript } from "@skein/protocol"
-import { ResumeLoader, TranscriptStore } from "@skein/store"
-import { Clock, Data, Effect, Either, Option } from "effect"
+import type { SessionError } from "@skein/session"
+import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { Cause, Clock, Data, Effect, Either, Exit, Option } from "effect"
+import type * as CompactableSession from "./CompactableSession.js"
 import { randomUUID } from "node:crypto"
 import * as CompactBoundary from "./CompactBoundary.js"
 import * as SessionMemoryCompaction from "./SessionMemoryCompaction.js"
@@ -97,10 +100,11 @@ export const memoryPass = Effect.fn("Compaction.memoryPass")(function*(options: 
     now,
     uuid: randomUUID
   })
-  yield* Effect.scoped(
+  // One append, never cut by an interruption: the file holds the old view or the new one.
+  yield* Effect.uninterruptible(Effect.scoped(
     Effect.flatMap(store.open({ cwd: options.cwd, sessionId: options.sessionId }), (writer) =>
       CompactBoundary.append(writer, written))
-  )
+  ))
   return Outcome.Compacted({
     pass: "memory",
     preTokens: plan.preTokens,
@@ -113,3 +117,72 @@ export const memoryPass = Effect.fn("Compaction.memoryPass")(function*(options: 
 
 /** What `memoryPass` needs. */
 export type MemoryPassContext = TranscriptStore.TranscriptStore | FileSystem.FileSystem | TokenCounter.TokenCounter
+
+// ---------------------------------------------------------------------------
+// A pass over a live session
+// ---------------------------------------------------------------------------
+
+/**
+ * What a session publishes about a pass.
+ *
+ * @since 0.0.0
+ */
+export type Event = Data.TaggedEnum<{
+  Started: { readonly pass: Pass; readonly trigger: "manual" | "auto" }
+  Finished: { readonly outcome: Outcome }
+  Failed: { readonly pass: Pass; readonly error: string }
+}>
+
+/** @since 0.0.0 */
+export const Event = Data.taggedEnum<Event>()
+
+/**
+ * What `run` needs of a session: a way to set its CLI aside, and a place to
+ * say what happens. `CompactableSession` is one.
+ *
+ * @since 0.0.0
+ */
+export interface Host {
+  readonly suspend: CompactableSession.CompactableSession["suspend"]
+  readonly publish: (event: Event) => Effect.Effect<void>
+}
+
+/**
+ * @since 0.0.0
+ */
+export interface RunOptions {
+  readonly trigger?: "manual" | "auto" | undefined
+  readonly window?: SessionMemoryCompaction.WindowOptions | undefined
+  /** The summary to use instead of the session's `summary.md`. */
+  readonly summary?: string | undefined
+}
+
+/**
+ * A pass over a live session, in the caller's fiber: waits for the
+ * session's idle, ends its CLI, plans, appends the boundary, and resumes the
+ * CLI with the same id. Interrupted at any point, it leaves the transcript
+ * as it was or fully compacted, and the CLI is resumed either way.
+ *
+ * @since 0.0.0
+ */
+export const run = Effect.fn("Compaction.run")(function*(host: Host, options: RunOptions = {}) {
+  const trigger = options.trigger ?? "manual"
+  yield* host.publish(Event.Started({ pass: "memory", trigger }))
+  return yield* host.suspend((stopped) =>
+    Effect.flatMap(TranscriptLayout.canonicalCwd(stopped.cwd), (cwd) =>
+      memoryPass({ cwd, sessionId: stopped.sessionId, trigger, window: options.window, summary: options.summary }))
+  ).pipe(
+    Effect.onExit((exit) =>
+      Exit.match(exit, {
+        onSuccess: (outcome) => host.publish(Event.Finished({ outcome })),
+        onFailure: (cause) => host.publish(Event.Failed({ pass: "memory", error: Cause.pretty(cause) }))
+      })
+    )
+  )
+})
+
+/** What `run` needs. */
+export type RunContext = MemoryPassContext | ProcessHost.ProcessHost
+
+/** How `run` can fail. */
+export type RunError = Effect.Effect.Error<ReturnType<typeof memoryPass>> | SessionError.TurnError

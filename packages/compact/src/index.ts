@@ -2,6 +2,7 @@
  * @skein/compact: compaction passes over the CLI's own transcript that the real CLI honours on resume.
  */
 export * as CompactBoundary from "./CompactBoundary.js"
+export * as CompactableSession from "./CompactableSession.js"
 export * as Compaction from "./Compaction.js"
 export * as SessionMemoryCompaction from "./SessionMemoryCompaction.js"
 export * as TokenCounter from "./TokenCounter.js"

@@ -3,7 +3,9 @@
  * a private CLAUDE_CONFIG_DIR, TMPDIR and cwd, non-essential traffic off.
  */
 import { NodeContext } from "@effect/platform-node"
+import { ProcessHost } from "@skein/kernel"
 import type { Anthropic } from "@skein/protocol"
+import type { Session } from "@skein/session"
 import { TranscriptLayout, TranscriptStore } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Effect, Layer, Option, Ref, Stream } from "effect"
@@ -93,3 +95,15 @@ export const storeLayer = (root: string) =>
     Layer.provideMerge(NodeContext.layer),
     Layer.merge(TokenCounter.layer)
   )
+
+/** Options for a session that runs the real CLI against `model` in `d`. */
+export const sessionOptions = (model: FakeModel.FakeModel["Type"], d: ClaudeCli.OfflineDirs): Session.SessionOptions => ({
+  cwd: d.cwd,
+  configDir: d.configDir,
+  env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
+  bare: true,
+  stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+})
+
+/** Process host and platform for sessions. */
+export const sessionLayer = Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer)

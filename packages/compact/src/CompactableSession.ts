@@ -1,0 +1,160 @@
+/**
+ * A session whose CLI can be set aside while its transcript is rewritten.
+ *
+ * Compaction must not run beside a live CLI (it appends to the same file),
+ * and the CLI reads its history only when it starts. So a pass ends the
+ * CLI, writes, and starts it again with `--resume <same id>`. This module
+ * owns that cycle for one conversation: each CLI process is a
+ * `Session.start` in a child scope of the caller's; events of every process
+ * reach the same subscribers, and `send` waits while a pass has the CLI
+ * down. `suspend` is the one primitive `Compaction.run` needs (see `Host`);
+ * a `SupervisedSession` that offered it would serve the same way.
+ *
+ * @since 0.0.0
+ */
+import type { ProcessHost } from "@skein/kernel"
+import type { Anthropic } from "@skein/protocol"
+import type { SessionError, SessionState, Turn } from "@skein/session"
+import { Session } from "@skein/session"
+import type * as Compaction from "./Compaction.js"
+import {
+  Effect,
+  ExecutionStrategy,
+  Exit,
+  Fiber,
+  Option,
+  PubSub,
+  Queue,
+  Scope,
+  Stream,
+  SubscriptionRef
+} from "effect"
+
+/**
+ * What a pass sees of the stopped session.
+ *
+ * @since 0.0.0
+ */
+export interface Stopped {
+  readonly sessionId: string
+  readonly cwd: string
+  readonly transcriptPath: string | undefined
+  /** The state of the CLI that was ended, as it last was. */
+  readonly state: SessionState.SessionState
+}
+
+/**
+ * @since 0.0.0
+ */
+export interface CompactableSession {
+  /** The live CLI session; waits while a pass has it down. */
+  readonly current: Effect.Effect<Session.Session>
+  /** Every event of every CLI process, from the moment of subscription on. */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Turn.SessionEvent>, never, Scope.Scope>
+  /** Queues a user message on the live CLI, after any pass under way. */
+  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn.Turn, SessionError.TurnError>
+  /**
+   * Waits for the authoritative idle, ends the CLI (stdin closed, exit
+   * awaited), runs `during`, then starts the CLI again with `--resume` of
+   * the same id, whatever `during` did: failed, interrupted or done.
+   */
+  /** Compaction events, from the moment of subscription on. */
+  readonly compactions: Effect.Effect<Queue.Dequeue<Compaction.Event>, never, Scope.Scope>
+  /** Publishes a compaction event (`Compaction.run` does). */
+  readonly publish: (event: Compaction.Event) => Effect.Effect<void>
+  readonly suspend: <A, E, R>(
+    during: (stopped: Stopped) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | SessionError.TurnError, R | ProcessHost.ProcessHost>
+}
+
+/** A CLI process and the scope that holds it. */
+interface Incarnation {
+  readonly session: Session.Session
+  readonly scope: Scope.CloseableScope
+  readonly pump: Fiber.RuntimeFiber<never>
+}
+
+/** Idle, or never started a turn. */
+const isQuiet = (state: SessionState.SessionState) =>
+  state.status === "idle" || (state.status === "starting" && state.counters.results === 0) || state.status === "exited"
+
+/**
+ * Starts the first CLI in the current scope.
+ *
+ * @since 0.0.0
+ */
+export const start = Effect.fn("CompactableSession.start")(function*(options: Session.SessionOptions) {
+  const scope = yield* Effect.scope
+  const events = yield* PubSub.unbounded<Turn.SessionEvent>()
+  const live = yield* SubscriptionRef.make(Option.none<Incarnation>())
+  const gate = yield* Effect.makeSemaphore(1)
+  const compactions = yield* PubSub.unbounded<Compaction.Event>()
+
+  const launch = (launchOptions: Session.SessionOptions) =>
+    Effect.gen(function*() {
+      const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+      const started = Effect.gen(function*() {
+        const session = yield* Session.start(launchOptions)
+        const bus = yield* session.subscribe
+        const pump = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(restore(Queue.take(bus)), (e) => PubSub.publish(events, e))
+        ).pipe(Effect.forever, Effect.forkScoped)
+        return { session, scope: child, pump }
+      })
+      const incarnation = yield* Scope.extend(started, child).pipe(
+        Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
+      )
+      yield* SubscriptionRef.set(live, Option.some(incarnation))
+      return incarnation
+    })
+
+  yield* launch(options)
+
+  const current = live.changes.pipe(
+    Stream.filterMap((i) => Option.map(i, (x) => x.session)),
+    Stream.runHead,
+    Effect.map(Option.getOrThrow)
+  )
+
+  /** Ends the live CLI and waits for its exit; its last events still reach subscribers. */
+  const stop = Effect.gen(function*() {
+    const incarnation = Option.getOrThrow(yield* SubscriptionRef.get(live))
+    const { session } = incarnation
+    yield* session.state.changes.pipe(Stream.filter(isQuiet), Stream.runHead)
+    const sessionId = yield* session.sessionId
+    yield* session.end
+    yield* session.exit
+    yield* session.state.changes.pipe(Stream.filter((s) => s.status === "exited"), Stream.runHead, Effect.timeout("5 seconds"), Effect.ignore)
+    const state = yield* session.state.get
+    yield* SubscriptionRef.set(live, Option.none())
+    yield* Scope.close(incarnation.scope, Exit.void)
+    return { sessionId, cwd: state.cwd, transcriptPath: state.transcriptPath, state }
+  })
+
+  const suspend: CompactableSession["suspend"] = (during) =>
+    gate.withPermits(1)(
+      Effect.acquireUseRelease(
+        stop,
+        during,
+        // A release runs uninterruptibly, and fibers inherit that: the next CLI's fibers
+        // are started in a fiber of their own, interruptible, or its scope could never close.
+        (stopped) =>
+          launch({ ...options, resume: stopped.sessionId, forkSession: undefined, continue: undefined }).pipe(
+            Effect.interruptible,
+            Effect.forkIn(scope),
+            Effect.flatMap(Fiber.join),
+            Effect.orDie
+          )
+      )
+    )
+
+  const compactable: CompactableSession = {
+    current,
+    subscribe: PubSub.subscribe(events),
+    compactions: PubSub.subscribe(compactions),
+    publish: (event) => Effect.asVoid(PubSub.publish(compactions, event)),
+    send: (content) => gate.withPermits(1)(Effect.flatMap(current, (s) => s.send(content))),
+    suspend
+  }
+  return compactable
+})
