@@ -8,6 +8,7 @@ import type { Control, HostMessage, Json } from "@skein/protocol"
 import { Context, Deferred, Effect, Fiber, JSONSchema, Layer, Option, Ref, Schema, SubscriptionRef, TestClock } from "effect"
 import * as CliRequests from "../src/internal/cliRequests.js"
 import * as McpServer from "../src/internal/mcpServer.js"
+import * as Session from "../src/Session.js"
 import * as SessionState from "../src/SessionState.js"
 import * as Tool from "../src/Tool.js"
 import * as Toolkit from "../src/Toolkit.js"
@@ -263,4 +264,26 @@ describe("mcp_message requests", () => {
       expect(yield* requests.inFlight).toBe(0)
       expect(yield* Ref.get(written)).toEqual([])
     }))
+})
+
+describe("Session.initializeRequest", () => {
+  it("carries hooks, the toolkits' names, the system prompt as a list, agents, and the output schema's JSON Schema", () => {
+    const output = Schema.Struct({ total: Schema.Number })
+    const { $schema: _, ...jsonSchema } = JSONSchema.make(output)
+    expect(Session.initializeRequest(
+      {
+        systemPrompt: "Be brief.",
+        agents: { auditor: { description: "Audits", prompt: "You audit.", tools: ["Read"] } },
+        outputSchema: output
+      },
+      { hookConfig: undefined, sdkMcpServers: ["shop"] }
+    )).toEqual({
+      subtype: "initialize",
+      sdkMcpServers: ["shop"],
+      systemPrompt: ["Be brief."],
+      agents: { auditor: { description: "Audits", prompt: "You audit.", tools: ["Read"] } },
+      jsonSchema
+    })
+    expect(Session.initializeRequest({}, { hookConfig: undefined, sdkMcpServers: undefined })).toEqual({ subtype: "initialize" })
+  })
 })

@@ -195,8 +195,11 @@ describe("the rest of initialize with the real CLI", () => {
       const init = Array.from(all).find((e) => e._tag === "Message" && e.message.type === "system" && e.message.subtype === "init")
       expect(JSON.stringify(init)).toContain("order-auditor")
       const request = yield* model.awaitRequest(0, FakeModel.isConversation)
-      expect(systemOf(request)).toContain("skein-append-marker")
-      expect(systemOf(request)).toContain("skein-replaced-marker")
+      // The CLI's own long prompt is gone: only its identity line is left before the replacement and the addition.
+      const system = Option.getOrThrow(request.messagesRequest).system
+      const texts = Array.isArray(system) ? system.map((block) => block.text) : [String(system)]
+      expect(texts.at(-1)).toBe("You are the skein-replaced-marker assistant.\n\nAlways answer in haiku (skein-append-marker).")
+      expect(texts.join("").length).toBeLessThan(1000)
     }).pipe(Effect.provide(Live.layer)))
 })
 
