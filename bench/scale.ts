@@ -112,11 +112,37 @@ interface Window {
   /** Garbage-collection pauses in the window: their sum and the longest. */
   readonly gcMs: number
   readonly gcMaxMs: number
+  /** Time the event-loop thread was runnable but waited for a CPU (/proc/self/schedstat). */
+  readonly runQueueMs: number
+  /** CPU time of the stand-ins watched in the window. */
+  readonly standInCpuMs: number
+}
+
+/** Nanoseconds the main thread has waited on a run queue; 0 where schedstat is missing. */
+const runQueueWait = (): number => {
+  try {
+    return Number(Fs.readFileSync("/proc/self/schedstat", "utf8").split(" ")[1] ?? 0)
+  } catch {
+    return 0
+  }
+}
+
+/** utime + stime of a process in milliseconds (clock ticks of 10 ms); 0 once it is gone. */
+const cpuOf = (pid: number): number => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return 0
+  }
 }
 
 /** Event-loop delay, CPU and GC pauses while `during` runs. */
-const measureWindow = (during: Effect.Effect<void>) =>
+const measureWindow = (during: Effect.Effect<void>, watched: ReadonlyArray<number>) =>
   Effect.gen(function*() {
+    const standInCpu = watched.reduce((sum, pid) => sum + cpuOf(pid), 0)
+    const waited = runQueueWait()
     const histogram = monitorEventLoopDelay({ resolution: 1 })
     const pauses: Array<number> = []
     const observer = new PerformanceObserver((list) => {
@@ -128,6 +154,8 @@ const measureWindow = (during: Effect.Effect<void>) =>
     yield* during
     histogram.disable()
     const used = process.cpuUsage(cpu)
+    const runQueueMs = (runQueueWait() - waited) / 1e6
+    const standInCpuMs = watched.reduce((sum, pid) => sum + cpuOf(pid), 0) - standInCpu
     // GC entries are delivered asynchronously: let the last ones in.
     yield* Effect.sleep(Duration.millis(50))
     observer.disconnect()
@@ -136,7 +164,9 @@ const measureWindow = (during: Effect.Effect<void>) =>
       max: histogram.max / 1e6,
       cpuMs: (used.user + used.system) / 1000,
       gcMs: pauses.reduce((a, b) => a + b, 0),
-      gcMaxMs: Math.max(0, ...pauses)
+      gcMaxMs: Math.max(0, ...pauses),
+      runQueueMs,
+      standInCpuMs
     } satisfies Window
   })
 
@@ -181,7 +211,7 @@ const contender = (n: number, busy: number) =>
 
     const idleMemory = memory()
     const standInRss = pids.reduce((sum, pid) => sum + rssOf(pid), 0) / n
-    const idle = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)))
+    const idle = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)), pids)
 
     let turns = 0
     const loops = yield* Effect.forEach(
@@ -189,7 +219,7 @@ const contender = (n: number, busy: number) =>
       (session) => Effect.fork(Effect.forever(Effect.tap(turn(session), () => Effect.sync(() => turns++)))),
       { concurrency: "unbounded" }
     )
-    const busyDelay = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)))
+    const busyDelay = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)), pids.slice(0, busy))
     const turnsPerSecond = turns / (windowMillis / 1000)
     yield* Effect.forEach(loops, Fiber.interrupt, { concurrency: "unbounded", discard: true })
 
@@ -227,6 +257,8 @@ const ms = (x: number) => `${x.toFixed(1)} ms`
 const pct = (x: number) => `${(100 * x).toFixed(0)}%`
 const ratio = (a: number, b: number) => b === 0 ? "n/a" : `${(a / b).toFixed(2)}x`
 
+const turnsOf = (f: Figures) => Math.max(1, f.turnsPerSecond * windowMillis / 1000)
+
 const report = (one: Figures, many: Figures) => {
   const rows: ReadonlyArray<readonly [string, string, string, string]> = [
     ["start, to all initialized", ms(one.startMs), ms(many.startMs), ratio(many.startMs, one.startMs)],
@@ -238,6 +270,7 @@ const report = (one: Figures, many: Figures) => {
     ["event-loop delay p99, all idle", ms(one.idle.p99), ms(many.idle.p99), ratio(many.idle.p99, one.idle.p99)],
     ["  max", ms(one.idle.max), ms(many.idle.max), ratio(many.idle.max, one.idle.max)],
     ["  host CPU, share of one core", pct(one.idle.cpuMs / windowMillis), pct(many.idle.cpuMs / windowMillis), ratio(many.idle.cpuMs, one.idle.cpuMs)],
+    ["  event loop runnable, waiting for a CPU", pct(one.idle.runQueueMs / windowMillis), pct(many.idle.runQueueMs / windowMillis), ratio(many.idle.runQueueMs, one.idle.runQueueMs)],
     [
       `event-loop delay p99, ${one.busySessions} / ${many.busySessions} busy`,
       ms(one.busy.p99),
@@ -247,8 +280,10 @@ const report = (one: Figures, many: Figures) => {
     ["  max", ms(one.busy.max), ms(many.busy.max), ratio(many.busy.max, one.busy.max)],
     ["  GC pauses, sum / longest", `${ms(one.busy.gcMs)} / ${ms(one.busy.gcMaxMs)}`, `${ms(many.busy.gcMs)} / ${ms(many.busy.gcMaxMs)}`, ratio(many.busy.gcMaxMs, one.busy.gcMaxMs)],
     ["  turns per second", one.turnsPerSecond.toFixed(0), many.turnsPerSecond.toFixed(0), ratio(many.turnsPerSecond, one.turnsPerSecond)],
-    ["  host CPU per turn", ms(one.busy.cpuMs / (one.turnsPerSecond * windowMillis / 1000)), ms(many.busy.cpuMs / (many.turnsPerSecond * windowMillis / 1000)), ratio(many.busy.cpuMs / many.turnsPerSecond, one.busy.cpuMs / one.turnsPerSecond)],
+    ["  host CPU per turn", ms(one.busy.cpuMs / turnsOf(one)), ms(many.busy.cpuMs / turnsOf(many)), ratio(many.busy.cpuMs / turnsOf(many), one.busy.cpuMs / turnsOf(one))],
     ["  host CPU, share of one core", pct(one.busy.cpuMs / windowMillis), pct(many.busy.cpuMs / windowMillis), ratio(many.busy.cpuMs, one.busy.cpuMs)],
+    ["  stand-ins' CPU per turn", ms(one.busy.standInCpuMs / turnsOf(one)), ms(many.busy.standInCpuMs / turnsOf(many)), ratio(many.busy.standInCpuMs / turnsOf(many), one.busy.standInCpuMs / turnsOf(one))],
+    ["  event loop runnable, waiting for a CPU", pct(one.busy.runQueueMs / windowMillis), pct(many.busy.runQueueMs / windowMillis), ratio(many.busy.runQueueMs, one.busy.runQueueMs)],
     ["close, to all gone", ms(one.closeMs), ms(many.closeMs), ratio(many.closeMs, one.closeMs)],
     ["  per session", ms(one.closeMs), ms(many.closeMs / many.sessions), ratio(many.closeMs / many.sessions, one.closeMs)]
   ]
