@@ -185,6 +185,8 @@ export type Event = Data.TaggedEnum<{
   ChildRestarting: { readonly key: string; readonly restarts: number; readonly delay: Duration.Duration }
   /** The child's policy gave up; the supervisor escalates. */
   ChildEscalated: { readonly key: string; readonly cause: Cause.Cause<unknown> }
+  /** The child is gone for good (no restart due, stopped, or escalated): the last event of a key. */
+  ChildRemoved: { readonly key: string }
 }>
 export const Event = Data.taggedEnum<Event>()
 
@@ -339,7 +341,8 @@ export const make: Effect.Effect<Context.Tag.Service<Supervisor>, never, Scope.S
         restarts += 1
       }
     }).pipe(
-      Effect.ensuring(removeChild(key)),
+      // Announced first: whoever sees the key gone from `children` has the event too.
+      Effect.ensuring(Effect.zipRight(PubSub.publish(events, Event.ChildRemoved({ key })), removeChild(key))),
       Effect.withSpan("Supervisor.child", { attributes: { key } })
     )
 

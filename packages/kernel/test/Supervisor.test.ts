@@ -30,7 +30,7 @@ describe("Supervisor", () => {
       yield* TestClock.adjust(Duration.hours(1))
       expect(yield* Ref.get(attempts)).toBe(1)
       const seen = Chunk.toReadonlyArray(yield* Queue.takeAll(events))
-      expect(seen.map((e) => e._tag)).toEqual(["ChildStarted", "ChildExited"])
+      expect(seen.map((e) => e._tag)).toEqual(["ChildStarted", "ChildExited", "ChildRemoved"])
       const exited = seen[1]!
       expect(exited._tag === "ChildExited" && Exit.isFailure(exited.exit)).toBe(true)
       const own = yield* Effect.fork(supervisor.join)
@@ -267,7 +267,7 @@ describe("Supervisor", () => {
       const inner = Cause.failureOption(escalated.cause)
       expect(Option.isSome(inner) && inner.value instanceof Supervisor.Escalated && inner.value.key).toBe("leaf")
       const tags = Chunk.toReadonlyArray(yield* Queue.takeAll(events)).map((e) => e._tag)
-      expect(tags).toEqual(["ChildStarted", "ChildExited", "ChildRestarting", "ChildStarted", "ChildExited", "ChildEscalated"])
+      expect(tags).toEqual(["ChildStarted", "ChildExited", "ChildRestarting", "ChildStarted", "ChildExited", "ChildEscalated", "ChildRemoved"])
     }))
 
   it.scoped("supervises an actor's run loop: a handler failure restarts it with fresh state", () =>

@@ -19,7 +19,7 @@
  *
  * `Session.ts` stays unaware of all this: this module only wraps it.
  */
-import { Supervisor } from "@skein/kernel"
+import { type ProcessHost, Supervisor } from "@skein/kernel"
 import type { Anthropic, Control, Json } from "@skein/protocol"
 import {
   Cause,
@@ -28,6 +28,7 @@ import {
   Effect,
   Exit,
   Fiber,
+  identity,
   Option,
   PubSub,
   Queue,
@@ -60,13 +61,18 @@ export interface SupervisedOptions extends Session.SessionOptions {
   readonly restart?: boolean | Supervisor.BackoffOptions | undefined
 }
 
+/** How one CLI process can fail: `Session.start`'s errors, or its exit. */
+export type IncarnationError = CliExited | CliNotFound | SpawnFailed | ResumeMismatch
+
 /** Why a supervised session stopped: what a retry cannot fix, the last crash, or a close. */
-export type StopError = CliExited | CliNotFound | SpawnFailed | ResumeMismatch | SessionClosed
+export type StopError = IncarnationError | SessionClosed
 
 export type Status = Data.TaggedEnum<{
   /** A CLI is starting; `restarts` came before it. */
   Starting: { readonly restarts: number }
   Live: { readonly restarts: number; readonly session: Session.Session }
+  /** The CLI of incarnation `restarts` failed with `cause`; the supervisor decides what follows. */
+  Exited: { readonly restarts: number; readonly cause: IncarnationError }
   /** The CLI exited with `cause`; restart number `restarts` follows after `delay`. */
   Restarting: { readonly restarts: number; readonly delay: Duration.Duration; readonly cause: CliExited }
   /** For good. */
@@ -103,8 +109,6 @@ export interface SupervisedSession {
   readonly end: Effect.Effect<void>
 }
 
-/** How an incarnation can fail: `Session.start`'s errors, or its CLI's exit. */
-type IncarnationError = CliExited | CliNotFound | SpawnFailed | ResumeMismatch
 
 const childKey = "cli"
 
@@ -142,38 +146,41 @@ const policyOf = (restart: SupervisedOptions["restart"]): Supervisor.RestartPoli
  */
 const rank = (status: Status): number =>
   Status.$match(status, {
-    Starting: ({ restarts }) => 3 * restarts,
-    Live: ({ restarts }) => 3 * restarts + 1,
-    Restarting: ({ restarts }) => 3 * restarts - 1,
+    Starting: ({ restarts }) => 4 * restarts,
+    Live: ({ restarts }) => 4 * restarts + 1,
+    Exited: ({ restarts }) => 4 * restarts + 2,
+    Restarting: ({ restarts }) => 4 * restarts - 1,
     Closed: () => Infinity
   })
 
-/**
- * Starts the first incarnation and supervises the next ones in the current
- * Scope. Permission, hook and elicitation services in context serve every
- * incarnation.
- */
-export const start = Effect.fn("SupervisedSession.start")(function*(options: SupervisedOptions) {
-  const status = yield* SubscriptionRef.make<Status>(Status.Starting({ restarts: 0 }))
-  const restarts = yield* SubscriptionRef.make(0)
-  const lastId = yield* Ref.make<string | undefined>(undefined)
+/** What the incarnations and the supervised session share. */
+interface Shared {
+  readonly options: SupervisedOptions
+  readonly status: SubscriptionRef.SubscriptionRef<Status>
+  /** Moves the status on, never back: see `rank`. */
+  readonly advance: (next: Status) => Effect.Effect<void>
+  readonly restarts: SubscriptionRef.SubscriptionRef<number>
+  readonly lastId: Ref.Ref<string | undefined>
   /** How the last incarnation failed, if it did: the cause callers see once the session stops. */
-  const lastFailure = yield* Ref.make(Option.none<IncarnationError>())
-  const ending = yield* Ref.make(false)
-  const events = yield* PubSub.unbounded<SessionEvent>()
+  readonly lastFailure: Ref.Ref<Option.Option<IncarnationError>>
+  /** The host asked the CLI to finish (`end`): its exit is not a fault. */
+  readonly ending: Ref.Ref<boolean>
+  readonly events: PubSub.PubSub<SessionEvent>
+}
 
-  const advance = (next: Status) => SubscriptionRef.update(status, (now) => rank(next) > rank(now) ? next : now)
-
-  /** The options of the next incarnation: the first as given, later ones resume the last id. */
-  const nextOptions = Effect.map(Ref.get(lastId), (id): Session.SessionOptions =>
-    id === undefined ? options : { ...options, resume: id, forkSession: undefined, continue: undefined })
-
-  // One CLI process: runs until it exits, then fails so that the supervisor restarts it.
-  const incarnation: Effect.Effect<void, IncarnationError, Scope.Scope | Supervisor.Incarnation> = Effect.gen(function*() {
+/** One CLI process: runs until it exits, then fails so that the supervisor restarts it. */
+const incarnation = (
+  { advance, ending, events, lastFailure, lastId, options, restarts }: Shared
+): Effect.Effect<void, IncarnationError, ProcessHost.ProcessHost | Scope.Scope | Supervisor.Incarnation> =>
+  Effect.gen(function*() {
     const self = yield* Supervisor.Incarnation
     yield* SubscriptionRef.set(restarts, self.restarts)
     yield* advance(Status.Starting({ restarts: self.restarts }))
-    const session = yield* Session.start(yield* nextOptions)
+    // The first as given; later ones resume the last id.
+    const id = yield* Ref.get(lastId)
+    const session = yield* Session.start(
+      id === undefined ? options : { ...options, resume: id, forkSession: undefined, continue: undefined }
+    )
     yield* session.sessionId.pipe(Effect.flatMap((id) => Ref.set(lastId, id)), Effect.ignore, Effect.forkScoped)
     const bus = yield* session.subscribe
     // A taken event is always published, so that interrupting the pump loses none.
@@ -183,6 +190,12 @@ export const start = Effect.fn("SupervisedSession.start")(function*(options: Sup
     yield* advance(Status.Live({ restarts: self.restarts, session }))
 
     const exit = yield* session.exit
+    const crash = new CliExited({ code: exit.code, signal: exit.signal, stderrTail: exit.stderrTail })
+    const ended = yield* Ref.get(ending)
+    // At once, before the drain: whoever awaited the same exit must not get this session from `current`.
+    yield* advance(
+      ended ? Status.Closed({ cause: new SessionClosed() }) : Status.Exited({ restarts: self.restarts, cause: crash })
+    )
     yield* session.state.changes.pipe(
       Stream.filter((s) => s.status === "exited"),
       Stream.runHead,
@@ -195,12 +208,38 @@ export const start = Effect.fn("SupervisedSession.start")(function*(options: Sup
     if (state.sessionId !== undefined) yield* Ref.set(lastId, state.sessionId)
     // A `result` proves this CLI works: its crash is no reason to wait longer before the next.
     if (state.counters.results > 0) yield* self.healthy
-    // An exit the host asked for (`end`) is not a fault.
-    if (yield* Ref.get(ending)) return
-    return yield* new CliExited({ code: exit.code, signal: exit.signal, stderrTail: exit.stderrTail })
+    if (!ended) return yield* crash
   }).pipe(
-    Effect.onExit((exit) => Ref.set(lastFailure, Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()))
+    Effect.onExit((exit) =>
+      Effect.gen(function*() {
+        const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+        yield* Ref.set(lastFailure, failure)
+        if (Option.isSome(failure)) {
+          const { restarts } = yield* Supervisor.Incarnation
+          yield* advance(Status.Exited({ restarts, cause: failure.value }))
+        }
+      })
+    )
   )
+
+/**
+ * Starts the first incarnation and supervises the next ones in the current
+ * Scope. Permission, hook and elicitation services in context serve every
+ * incarnation.
+ */
+export const start = Effect.fn("SupervisedSession.start")(function*(options: SupervisedOptions) {
+  const status = yield* SubscriptionRef.make<Status>(Status.Starting({ restarts: 0 }))
+  const shared: Shared = {
+    options,
+    status,
+    advance: (next) => SubscriptionRef.update(status, (now) => rank(next) > rank(now) ? next : now),
+    restarts: yield* SubscriptionRef.make(0),
+    lastId: yield* Ref.make<string | undefined>(undefined),
+    lastFailure: yield* Ref.make(Option.none<IncarnationError>()),
+    ending: yield* Ref.make(false),
+    events: yield* PubSub.unbounded<SessionEvent>()
+  }
+  const { advance, ending, events, lastFailure, lastId, restarts } = shared
 
   const supervisor = yield* Supervisor.make
   // Subscribed before the child starts: no event of it is missed.
@@ -219,20 +258,31 @@ export const start = Effect.fn("SupervisedSession.start")(function*(options: Sup
       }
     })
   yield* Queue.take(lifecycle).pipe(Effect.flatMap(onLifecycle), Effect.forever, Effect.forkScoped)
-  yield* supervisor.start(childKey, incarnation, policyOf(options.restart)).pipe(
+  yield* supervisor.start(childKey, incarnation(shared), policyOf(options.restart)).pipe(
     Effect.catchTag("SupervisorClosed", () => advance(Status.Closed({ cause: new SessionClosed() })))
   )
+
+  /**
+   * What a status offers a caller who waits for a session other than `past`:
+   * that session, why there is none, or nothing yet. A session whose CLI has
+   * exited is not live, though its incarnation may not have ended: a caller
+   * whose turn just failed with `CliExited` waits for the next one.
+   */
+  const offer = (
+    past: Option.Option<Session.Session>,
+    s: Status
+  ): Effect.Effect<Option.Option<Exit.Exit<Session.Session, StopError>>> => {
+    if (s._tag === "Closed") return Effect.succeed(Option.some(Exit.fail(s.cause)))
+    if (s._tag !== "Live" || Option.contains(past, s.session)) return Effect.succeed(Option.none())
+    return Effect.map(s.session.state.get, (state) =>
+      state.status === "exited" ? Option.none() : Option.some(Exit.succeed(s.session)))
+  }
 
   /** The first live incarnation other than `past`, or why the session stopped. */
   const settled = (past: Option.Option<Session.Session>): Effect.Effect<Session.Session, StopError> =>
     status.changes.pipe(
-      Stream.filterMap((s): Option.Option<Exit.Exit<Session.Session, StopError>> =>
-        s._tag === "Closed"
-          ? Option.some(Exit.fail(s.cause))
-          : s._tag === "Live" && !Option.contains(past, s.session)
-          ? Option.some(Exit.succeed(s.session))
-          : Option.none()
-      ),
+      Stream.mapEffect((s) => offer(past, s)),
+      Stream.filterMap(identity),
       Stream.runHead,
       Effect.flatMap(Option.getOrElse((): Exit.Exit<Session.Session, StopError> => Exit.fail(new SessionClosed())))
     )
