@@ -1,6 +1,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { expect, layer } from "@effect/vitest"
+import { Anthropic } from "@skein/protocol"
 import { ResumeLoader } from "@skein/store"
 import { Effect, Exit, FastCheck, Option } from "effect"
 import * as Path from "node:path"
@@ -364,10 +365,12 @@ layer(NodeContext.layer)("ResumeLoader over a real CLI transcript with parallel 
       const resultIds = view.messages.flatMap((message) =>
         typeof message.content === "string"
           ? []
-          : message.content.flatMap((block) => block.type === "tool_result" ? [block.tool_use_id] : [])
+          : message.content.flatMap((block) => Anthropic.isKnownBlock(block) && block.type === "tool_result" ? [block.tool_use_id] : [])
       )
       const useIds = view.messages.flatMap((message) =>
-        typeof message.content === "string" ? [] : message.content.flatMap((block) => block.type === "tool_use" ? [block.id] : [])
+        typeof message.content === "string"
+          ? []
+          : message.content.flatMap((block) => Anthropic.isKnownBlock(block) && block.type === "tool_use" ? [block.id] : [])
       )
       expect(useIds).toHaveLength(2)
       // Every tool_use has its result, in the order of the calls, in the user message right after the assistant's.
