@@ -134,7 +134,8 @@ export const formatIssues = (error: ParseResult.ParseError): string =>
 const failureText = (name: string, cause: Cause.Cause<ToolError>): string => {
   const failure = Cause.failureOption(cause)
   if (failure._tag === "Some") return failure.value.message
-  return `${name} failed unexpectedly: ${Cause.pretty(cause)}`
+  const defect = Cause.squash(cause)
+  return `${name} failed unexpectedly: ${defect instanceof globalThis.Error ? defect.message : String(defect)}`
 }
 
 /**
