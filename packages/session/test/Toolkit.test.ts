@@ -4,9 +4,11 @@
  * through the MCP server's JSON-RPC and through `mcp_message` requests.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { ProcessHost } from "@skein/kernel"
 import type { Control, HostMessage, Json } from "@skein/protocol"
 import { Context, Deferred, Effect, Fiber, JSONSchema, Layer, Option, Ref, Schema, SubscriptionRef, TestClock } from "effect"
 import * as CliRequests from "../src/internal/cliRequests.js"
+import * as ForkLaunch from "../src/internal/forkLaunch.js"
 import * as McpServer from "../src/internal/mcpServer.js"
 import * as Session from "../src/Session.js"
 import * as SessionState from "../src/SessionState.js"
@@ -286,4 +288,24 @@ describe("Session.initializeRequest", () => {
     })
     expect(Session.initializeRequest({}, { hookConfig: undefined, sdkMcpServers: undefined })).toEqual({ subtype: "initialize" })
   })
+})
+
+describe("a worker's toolkits", () => {
+  it.scoped("are the parent's unless the fork says toolkits: \"none\"", () =>
+    Effect.gen(function*() {
+      const host = yield* ProcessHost.ProcessHost
+      const bound = yield* Toolkit.bind(Toolkit.make("shop", [lookupOrder])).pipe(Effect.provide(ordersLayer))
+      const shared: ForkLaunch.SharedHandlers = {
+        permissions: Option.none(),
+        hooks: Option.none(),
+        elicitation: Option.none(),
+        toolkits: Option.some(bound)
+      }
+      for (const mode of ["isolated", "interactive"] as const) {
+        const inherited = ForkLaunch.services({ label: "w", prompt: "p", mode }, host, shared)
+        expect(Context.getOption(inherited, Toolkit.Toolkits)).toEqual(Option.some(bound))
+      }
+      const none = ForkLaunch.services({ label: "w", prompt: "p", toolkits: "none" }, host, shared)
+      expect(Option.isNone(Context.getOption(none, Toolkit.Toolkits))).toBe(true)
+    }).pipe(Effect.provide(ProcessHost.layerMemory())))
 })
