@@ -109,7 +109,6 @@ export interface SupervisedSession {
   readonly end: Effect.Effect<void>
 }
 
-
 const childKey = "cli"
 
 /** Failures that would come back on every retry: the same binary, arguments and transcript. */
