@@ -62,6 +62,24 @@ export interface CompactableSession {
   readonly compactions: Effect.Effect<Queue.Dequeue<Compaction.Event>, never, Scope.Scope>
   /** Publishes a compaction event (`Compaction.run` does). */
   readonly publish: (event: Compaction.Event) => Effect.Effect<void>
+  readonly suspend: Live["suspend"]
+  /**
+   * Runs `f` at the authoritative idle with the live CLI, holding off every
+   * `send` and every other pass until it is done; `f` may `suspend` once
+   * (e.g. a summarizing pass forks a worker from the live CLI first).
+   */
+  readonly exclusive: <A, E, R>(f: (live: Live) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** The options the CLI was started with (a worker forked from it must match them). */
+  readonly options: Session.SessionOptions
+}
+
+/**
+ * The live CLI inside `exclusive`.
+ *
+ * @since 0.0.0
+ */
+export interface Live {
+  readonly session: Session.Session
   readonly suspend: <A, E, R>(
     during: (stopped: Stopped) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | SessionError.TurnError, R | ProcessHost.ProcessHost>
@@ -74,9 +92,8 @@ interface Incarnation {
   readonly pump: Fiber.RuntimeFiber<never>
 }
 
-/** Idle, or never started a turn. */
-const isQuiet = (state: SessionState.SessionState) =>
-  state.status === "idle" || (state.status === "starting" && state.counters.results === 0) || state.status === "exited"
+/** The authoritative idle (after a first turn: before it the CLI has no session id to resume), or gone. */
+const isQuiet = (state: SessionState.SessionState) => state.status === "idle" || state.status === "exited"
 
 /**
  * Starts the first CLI in the current scope.
@@ -120,7 +137,6 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
   const stop = Effect.gen(function*() {
     const incarnation = Option.getOrThrow(yield* SubscriptionRef.get(live))
     const { session } = incarnation
-    yield* session.state.changes.pipe(Stream.filter(isQuiet), Stream.runHead)
     const sessionId = yield* session.sessionId
     yield* session.end
     yield* session.exit
@@ -131,21 +147,29 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
     return { sessionId, cwd: state.cwd, transcriptPath: state.transcriptPath, state }
   })
 
-  const suspend: CompactableSession["suspend"] = (during) =>
+  /** Ends the CLI, runs `during`, and starts the next CLI whatever `during` did. */
+  const cycle: Live["suspend"] = (during) =>
+    Effect.acquireUseRelease(
+      stop,
+      during,
+      // A release runs uninterruptibly, and fibers inherit that: the next CLI's fibers
+      // are started in a fiber of their own, interruptible, or its scope could never close.
+      (stopped) =>
+        launch({ ...options, resume: stopped.sessionId, forkSession: undefined, continue: undefined }).pipe(
+          Effect.interruptible,
+          Effect.forkIn(scope),
+          Effect.flatMap(Fiber.join),
+          Effect.orDie
+        )
+    )
+
+  const exclusive: CompactableSession["exclusive"] = (f) =>
     gate.withPermits(1)(
-      Effect.acquireUseRelease(
-        stop,
-        during,
-        // A release runs uninterruptibly, and fibers inherit that: the next CLI's fibers
-        // are started in a fiber of their own, interruptible, or its scope could never close.
-        (stopped) =>
-          launch({ ...options, resume: stopped.sessionId, forkSession: undefined, continue: undefined }).pipe(
-            Effect.interruptible,
-            Effect.forkIn(scope),
-            Effect.flatMap(Fiber.join),
-            Effect.orDie
-          )
-      )
+      Effect.gen(function*() {
+        const session = yield* current
+        yield* session.state.changes.pipe(Stream.filter(isQuiet), Stream.runHead)
+        return yield* f({ session, suspend: cycle })
+      })
     )
 
   const compactable: CompactableSession = {
@@ -154,7 +178,9 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
     compactions: PubSub.subscribe(compactions),
     publish: (event) => Effect.asVoid(PubSub.publish(compactions, event)),
     send: (content) => gate.withPermits(1)(Effect.flatMap(current, (s) => s.send(content))),
-    suspend
+    options,
+    exclusive,
+    suspend: (during) => exclusive((live) => live.suspend(during))
   }
   return compactable
 })

@@ -9,7 +9,7 @@
  * @since 0.0.0
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
-import type { ProcessHost } from "@skein/kernel"
+import type { ProcessHost, TaskManager } from "@skein/kernel"
 import type { Transcript } from "@skein/protocol"
 import type { SessionError } from "@skein/session"
 import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
@@ -18,6 +18,7 @@ import type * as CompactableSession from "./CompactableSession.js"
 import { randomUUID } from "node:crypto"
 import * as CompactBoundary from "./CompactBoundary.js"
 import * as SessionMemoryCompaction from "./SessionMemoryCompaction.js"
+import * as SummarizingCompaction from "./SummarizingCompaction.js"
 import type * as TokenCounter from "./TokenCounter.js"
 
 /**
@@ -69,26 +70,20 @@ const provenance = (entries: ReadonlyArray<Transcript.ChainEntry>) => {
 }
 
 /**
- * Pass 1 on a stored session whose CLI is not running: `summary.md` as the
- * summary, a retained window, one append.
+ * Compacts a stored session with `summary` (the raw summary text): plans the
+ * window over the view a resume would load, then appends the boundary in
+ * one uninterruptible write.
  *
  * @since 0.0.0
  */
-export const memoryPass = Effect.fn("Compaction.memoryPass")(function*(options: MemoryPassOptions) {
+export const compactWith = Effect.fn("Compaction.compactWith")(function*(
+  options: MemoryPassOptions & { readonly summary: string; readonly pass: Pass }
+) {
   const store = yield* TranscriptStore.TranscriptStore
   const path = store.layout.session(options.cwd, options.sessionId).transcript
   const view = yield* ResumeLoader.load(path)
-  const summary = options.summary !== undefined
-    ? Option.some(options.summary)
-    : yield* SessionMemoryCompaction.readSummary(path)
-  if (Option.isNone(summary)) {
-    return Outcome.Declined({
-      pass: "memory",
-      reason: SessionMemoryCompaction.Declined.NoSummary({ path: SessionMemoryCompaction.summaryPath(path) })
-    })
-  }
-  const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(summary.value), options.window)
-  if (Either.isLeft(planned)) return Outcome.Declined({ pass: "memory", reason: planned.left })
+  const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(options.summary), options.window)
+  if (Either.isLeft(planned)) return Outcome.Declined({ pass: options.pass, reason: planned.left })
   const plan = planned.right
   const now = new Date(yield* Clock.currentTimeMillis)
   const written = CompactBoundary.entries(plan, {
@@ -106,13 +101,36 @@ export const memoryPass = Effect.fn("Compaction.memoryPass")(function*(options: 
       CompactBoundary.append(writer, written))
   ))
   return Outcome.Compacted({
-    pass: "memory",
+    pass: options.pass,
     preTokens: plan.preTokens,
     postTokens: plan.postTokens,
     droppedEntries: plan.dropped.length,
     retainedEntries: plan.window.length,
     boundaryUuid: written.boundaryUuid
   })
+})
+
+/** The session's `summary.md`, unless a summary is given. */
+const memorySummary = (path: string, given: string | undefined) =>
+  given !== undefined ? Effect.succeed(Option.some(given)) : SessionMemoryCompaction.readSummary(path)
+
+/**
+ * Pass 1 on a stored session whose CLI is not running: `summary.md` as the
+ * summary, a retained window, one append.
+ *
+ * @since 0.0.0
+ */
+export const memoryPass = Effect.fn("Compaction.memoryPass")(function*(options: MemoryPassOptions) {
+  const store = yield* TranscriptStore.TranscriptStore
+  const path = store.layout.session(options.cwd, options.sessionId).transcript
+  const summary = yield* memorySummary(path, options.summary)
+  if (Option.isNone(summary)) {
+    return Outcome.Declined({
+      pass: "memory",
+      reason: SessionMemoryCompaction.Declined.NoSummary({ path: SessionMemoryCompaction.summaryPath(path) })
+    })
+  }
+  return yield* compactWith({ ...options, summary: summary.value, pass: "memory" })
 })
 
 /** What `memoryPass` needs. */
@@ -137,52 +155,102 @@ export type Event = Data.TaggedEnum<{
 export const Event = Data.taggedEnum<Event>()
 
 /**
- * What `run` needs of a session: a way to set its CLI aside, and a place to
- * say what happens. `CompactableSession` is one.
+ * What `run` needs of a session: exclusive use of its CLI at idle, the
+ * options it was started with, and a place to say what happens.
+ * `CompactableSession` is one.
  *
  * @since 0.0.0
  */
-export interface Host {
-  readonly suspend: CompactableSession.CompactableSession["suspend"]
-  readonly publish: (event: Event) => Effect.Effect<void>
-}
+export type Host = Pick<CompactableSession.CompactableSession, "exclusive" | "options" | "publish">
 
 /**
  * @since 0.0.0
  */
 export interface RunOptions {
+  /** `memory`, `summarize`, or `auto` (the default): pass 1, and pass 2 when pass 1 declines. */
+  readonly pass?: Pass | "auto" | undefined
   readonly trigger?: "manual" | "auto" | undefined
   readonly window?: SessionMemoryCompaction.WindowOptions | undefined
-  /** The summary to use instead of the session's `summary.md`. */
+  /** The summary pass 1 uses instead of the session's `summary.md`. */
   readonly summary?: string | undefined
 }
 
+/** Pass 2 keeps at least the last message when the usual window does not fit. */
+const smallestWindow: SessionMemoryCompaction.WindowOptions = { minTokens: 0, minTextMessages: 1 }
+
+/** Publishes a pass's start, and its outcome or failure. */
+const announced = <A extends Outcome, E, R>(host: Host, pass: Pass, trigger: "manual" | "auto", effect: Effect.Effect<A, E, R>) =>
+  host.publish(Event.Started({ pass, trigger })).pipe(
+    Effect.zipRight(effect),
+    Effect.onExit((exit) =>
+      Exit.match(exit, {
+        onSuccess: (outcome) => host.publish(Event.Finished({ outcome })),
+        onFailure: (cause) => host.publish(Event.Failed({ pass, error: Cause.pretty(cause) }))
+      })
+    )
+  )
+
 /**
- * A pass over a live session, in the caller's fiber: waits for the
- * session's idle, ends its CLI, plans, appends the boundary, and resumes the
- * CLI with the same id. Interrupted at any point, it leaves the transcript
- * as it was or fully compacted, and the CLI is resumed either way.
+ * A pass over a live session, in the caller's fiber: at the session's
+ * idle, with every `send` held off, it plans; when a pass will write, it
+ * ends the CLI, appends the boundary, and resumes the CLI with the same id.
+ * Pass 2 first asks a forked worker of the live CLI for the summary.
+ * Interrupted at any point, the transcript holds the old view or the new
+ * one, and the CLI is resumed either way.
  *
  * @since 0.0.0
  */
 export const run = Effect.fn("Compaction.run")(function*(host: Host, options: RunOptions = {}) {
   const trigger = options.trigger ?? "manual"
-  yield* host.publish(Event.Started({ pass: "memory", trigger }))
-  return yield* host.suspend((stopped) =>
-    Effect.flatMap(TranscriptLayout.canonicalCwd(stopped.cwd), (cwd) =>
-      memoryPass({ cwd, sessionId: stopped.sessionId, trigger, window: options.window, summary: options.summary }))
-  ).pipe(
-    Effect.onExit((exit) =>
-      Exit.match(exit, {
-        onSuccess: (outcome) => host.publish(Event.Finished({ outcome })),
-        onFailure: (cause) => host.publish(Event.Failed({ pass: "memory", error: Cause.pretty(cause) }))
-      })
-    )
+  const pass = options.pass ?? "auto"
+  return yield* host.exclusive((live) =>
+    Effect.gen(function*() {
+      const state = yield* live.session.state.get
+      const sessionId = yield* live.session.sessionId
+      const cwd = yield* TranscriptLayout.canonicalCwd(state.cwd)
+      const target = { cwd, sessionId, trigger, window: options.window }
+      const store = yield* TranscriptStore.TranscriptStore
+      const path = store.layout.session(cwd, sessionId).transcript
+
+      if (pass !== "summarize") {
+        const memory = yield* announced(host, "memory", trigger, Effect.gen(function*() {
+          const summary = yield* memorySummary(path, options.summary)
+          if (Option.isNone(summary)) {
+            return Outcome.Declined({
+              pass: "memory",
+              reason: SessionMemoryCompaction.Declined.NoSummary({ path: SessionMemoryCompaction.summaryPath(path) })
+            })
+          }
+          // Plan while the CLI idles (reading is safe); end it only for a pass that will write.
+          const view = yield* ResumeLoader.load(path)
+          const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(summary.value), options.window)
+          if (Either.isLeft(planned)) return Outcome.Declined({ pass: "memory", reason: planned.left })
+          return yield* live.suspend(() => compactWith({ ...target, summary: summary.value, pass: "memory" }))
+        }))
+        if (memory._tag === "Compacted" || pass === "memory") return memory
+      }
+
+      return yield* announced(host, "summarize", trigger, Effect.gen(function*() {
+        const summary = yield* SummarizingCompaction.summarize(live.session, host.options)
+        return yield* live.suspend(() =>
+          Effect.flatMap(compactWith({ ...target, summary, pass: "summarize" }), (outcome) =>
+            outcome._tag === "Declined" && outcome.reason._tag !== "OverTarget"
+              ? compactWith({ ...target, window: smallestWindow, summary, pass: "summarize" })
+              : Effect.succeed(outcome))
+        )
+      }))
+    })
   )
 })
 
 /** What `run` needs. */
-export type RunContext = MemoryPassContext | ProcessHost.ProcessHost
+export type RunContext =
+  | MemoryPassContext
+  | ProcessHost.ProcessHost
+  | TaskManager.TaskManager
 
 /** How `run` can fail. */
-export type RunError = Effect.Effect.Error<ReturnType<typeof memoryPass>> | SessionError.TurnError
+export type RunError =
+  | Effect.Effect.Error<ReturnType<typeof compactWith>>
+  | SessionError.TurnError
+  | SummarizingCompaction.SummaryFailed

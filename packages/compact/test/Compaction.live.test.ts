@@ -4,6 +4,7 @@
  * summary and the retained window.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { TaskManager } from "@skein/kernel"
 import { ResumeLoader } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Chunk, Effect, Queue } from "effect"
@@ -34,10 +35,12 @@ describe("Compaction.run with the real CLI", () => {
       Fs.mkdirSync(Path.dirname(summaryFile), { recursive: true })
       Fs.writeFileSync(summaryFile, SUMMARY)
 
+      const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
       const outcome = yield* Compaction.run(session, { window: { minTokens: 100_000, minTextMessages: 2 } }).pipe(
-        Effect.provide(Live.storeLayer(d.configDir))
+        Effect.provide(Live.storeLayer(d.configDir)),
+        Effect.provideService(TaskManager.TaskManager, tasks)
       )
-      expect(outcome._tag).toBe("Compacted")
+      expect(outcome._tag === "Compacted" && outcome.pass).toBe("memory")
       const events = Chunk.toReadonlyArray(yield* Queue.takeAll(compactions))
       expect(events.map((e) => e._tag)).toEqual(["Started", "Finished"])
 
@@ -61,5 +64,55 @@ describe("Compaction.run with the real CLI", () => {
       const prompt = view.messages.findIndex((m) => Live.textOf(m).includes("third planet?"))
       expect(prompt).toBeGreaterThan(0)
       expect(Live.comparable(Live.history(request).before)).toEqual(Live.comparable(view.messages.slice(0, prompt)))
+    }).pipe(Effect.provide(Live.sessionLayer)), { timeout: 120_000 })
+
+  it.scopedLive("without summary.md pass 1 declines and pass 2 asks a forked worker; the resumed CLI sends its summary", () =>
+    Effect.gen(function*() {
+      const worded = (marker: string): FakeModel.RequestMatch => (request) =>
+        FakeModel.anyMessages(request) && Live.lastUserText(request).includes(marker)
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.text("The first metal is iron."),
+          FakeModel.text("The second is copper."),
+          FakeModel.matching(FakeModel.text("<summary>Metals so far: iron, then copper.</summary>"), worded("Context compaction")),
+          FakeModel.text("Third: tin.")
+        ]
+      })
+      const d = yield* ClaudeCli.offlineDirs("skein-compact-")
+      const session = yield* CompactableSession.start(Live.sessionOptions(model, d))
+      const compactions = yield* session.compactions
+      yield* Effect.flatMap(session.send(`first metal? ${"Background detail. ".repeat(300)}`), (t) => t.result)
+      yield* Effect.flatMap(session.send("second metal?"), (t) => t.result)
+      const parentRequest = yield* model.awaitRequest(1, FakeModel.isConversation)
+
+      const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
+      const outcome = yield* Compaction.run(session, { window: { minTokens: 100_000, minTextMessages: 2 } }).pipe(
+        Effect.provide(Live.storeLayer(d.configDir)),
+        Effect.provideService(TaskManager.TaskManager, tasks)
+      )
+      expect(outcome._tag === "Compacted" && outcome.pass).toBe("summarize")
+      const events = Chunk.toReadonlyArray(yield* Queue.takeAll(compactions))
+      expect(events.map((e) => e._tag === "Finished" ? `${e._tag}:${e.outcome._tag}` : e._tag)).toEqual([
+        "Started",
+        "Finished:Declined",
+        "Started",
+        "Finished:Compacted"
+      ])
+      // The worker's request starts with the parent's messages: the cache prefix is shared.
+      const asked = yield* model.awaitRequest(0, worded("Context compaction"))
+      const prefix = Live.comparable(Live.history(parentRequest).before)
+      const forked = Live.history(asked).before
+      expect(Live.comparable(forked.slice(0, Live.history(parentRequest).before.length))).toEqual(prefix)
+
+      const third = yield* Effect.flatMap(session.send("third metal?"), (t) => t.result)
+      expect(third.text).toBe("Third: tin.")
+      const request = yield* model.awaitRequest(0, Live.withPrompt("third metal?"))
+      const text = FakeModel.messagesText(request)
+      expect(text).toContain("Metals so far: iron, then copper.")
+      expect(text).not.toContain("first metal?")
+      expect(text).not.toContain("Context compaction")
+      expect(text).toContain("The second is copper.")
+      // The worker's was the only summarization request: the resumed CLI did not compact again.
+      expect((yield* model.requests).filter(FakeModel.isCompaction)).toHaveLength(1)
     }).pipe(Effect.provide(Live.sessionLayer)), { timeout: 120_000 })
 })

@@ -85,6 +85,14 @@ export const textOf = (message: Anthropic.MessageParam): string =>
     ? message.content
     : message.content.map((block) => "text" in block && typeof block.text === "string" ? block.text : block.type).join("|")
 
+/** The text of a request's last user message. */
+export const lastUserText = (request: FakeModel.RecordedRequest): string => {
+  const body = Option.getOrThrow(request.messagesRequest)
+  const users = body.messages.filter((message) => message.role === "user")
+  const last = users[users.length - 1]
+  return last === undefined ? "" : textOf(last)
+}
+
 export const withPrompt = (prompt: string): FakeModel.RequestMatch => (request) =>
   FakeModel.isConversation(request) && FakeModel.messagesText(request).includes(prompt)
 
