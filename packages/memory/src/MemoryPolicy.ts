@@ -6,7 +6,7 @@
  *   `head`, `tail`, `wc`, without redirection, pipes, chaining or
  *   substitution), the read-only file tools anywhere, and Edit/Write only
  *   inside the memory folder.
- * - Session memory: Edit/Write of its one `summary.md`, nothing else.
+ * - Session memory: Read, Edit and Write of its one `summary.md`, nothing else.
  *
  * Everything else is denied with a reason the worker's model sees: network,
  * project files, other paths, other tools.
@@ -100,6 +100,11 @@ export const decide = (
       )
   }
   if (networkTools.has(tool)) return Permissions.deny(`no network access: ${tool} is not allowed`)
+  // The CLI edits only a file it has read: the one writable file may always be read.
+  if (tool === "Read" && options.writableFile !== undefined) {
+    const file = filePathOf(request.input)
+    if (file !== undefined && Path.resolve(options.writableDir, file) === Path.resolve(options.writableFile)) return Permissions.allow()
+  }
   if (!options.read) return Permissions.deny(`${tool} is not available to this worker`)
   if (readTools.has(tool)) return Permissions.allow()
   if (tool === "Bash") {

@@ -40,11 +40,13 @@ it("read tools are allowed; network and other tools are denied with a reason", (
   expect(dream("Agent", {})).toMatchObject({ behavior: "deny", message: "Agent is not available to this worker" })
 })
 
-it("session memory may change its one summary.md and nothing else, not even read", () => {
+it("session memory may read and change its one summary.md and nothing else", () => {
   const summary = "/c/projects/-p/s1/session-memory/summary.md"
   const decide = (toolName: string, input: Record<string, unknown>) =>
     MemoryPolicy.decide({ toolName, input }, { writableDir: "/c/projects/-p/s1/session-memory", writableFile: summary, read: false })
   expect(decide("Edit", { file_path: summary })).toEqual({ behavior: "allow" })
   expect(decide("Write", { file_path: "/c/projects/-p/s1/session-memory/other.md" })).toMatchObject({ behavior: "deny" })
   expect(decide("Bash", { command: "ls" })).toMatchObject({ behavior: "deny", message: "Bash is not available to this worker" })
+  expect(decide("Read", { file_path: summary })).toEqual({ behavior: "allow" })
+  expect(decide("Read", { file_path: "/c/projects/-p/s1.jsonl" })).toMatchObject({ behavior: "deny" })
 })
