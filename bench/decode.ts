@@ -11,7 +11,8 @@
  * timed run, outside the clock: the buffer contender keeps every decoded line
  * until it returns, and without it the contender after it pays for collecting
  * that garbage (measured: the stream row took about twice as long after the
- * buffer row as after itself).
+ * buffer row as after itself). Each row also gives the median CPU time of
+ * this process and its ratio, which a loaded machine disturbs less than wall time.
  */
 import { CliMessage, Lenient, StreamJson } from "@skein/protocol"
 import { Chunk, Effect, Stream } from "effect"
@@ -77,28 +78,38 @@ const fullGc = (): void => {
 
 const contenders = { baseline, "skein (buffer)": skeinSync, "skein (stream, 64 KiB chunks)": skeinStream }
 const times: Record<string, Array<number>> = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]))
+/** This process's CPU time per run (all threads, the collector's included): steadier than wall time on a loaded machine. */
+const cpuTimes: Record<string, Array<number>> = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]))
 let lineCount = 0
 
 for (let round = 0; round < rounds + 1; round++) {
   for (const [name, run] of Object.entries(contenders)) {
     fullGc()
     const start = process.hrtime.bigint()
+    const cpuStart = process.cpuUsage()
     const lines = run()
     const ms = Number(process.hrtime.bigint() - start) / 1e6
+    const cpu = process.cpuUsage(cpuStart)
     if (lineCount === 0) lineCount = lines
     else if (lines !== lineCount) throw new Error(`${name} saw ${lines} lines, expected ${lineCount}`)
-    if (round > 0) times[name]!.push(ms) // round 0 warms up the JIT
+    if (round > 0) {
+      // round 0 warms up the JIT
+      times[name]!.push(ms)
+      cpuTimes[name]!.push((cpu.user + cpu.system) / 1000)
+    }
   }
 }
 
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const base = median(times["baseline"]!)
+const baseCpu = median(cpuTimes["baseline"]!)
 console.log(`corpus: ${captures.length} captures x ${copies} = ${megabytes.toFixed(1)} MB, ${lineCount} lines; median of ${rounds} rounds`)
 for (const name of Object.keys(contenders)) {
   const ms = median(times[name]!)
+  const cpu = median(cpuTimes[name]!)
   const mbs = megabytes / (ms / 1000)
   const lps = lineCount / (ms / 1000)
   console.log(
-    `${name.padEnd(30)} ${ms.toFixed(0).padStart(6)} ms  ${mbs.toFixed(1).padStart(7)} MB/s  ${(lps / 1000).toFixed(0).padStart(6)}k lines/s  ${(base / ms).toFixed(2)}x baseline`
+    `${name.padEnd(30)} ${ms.toFixed(0).padStart(6)} ms  ${mbs.toFixed(1).padStart(7)} MB/s  ${(lps / 1000).toFixed(0).padStart(6)}k lines/s  ${(base / ms).toFixed(2)}x baseline  (CPU ${cpu.toFixed(0)} ms, ${(baseCpu / cpu).toFixed(2)}x)`
   )
 }
