@@ -1,0 +1,53 @@
+/**
+ * The whole server as one layer: the event log, the permission broker, the
+ * in-process session registry and the HTTP routes, over any `HttpServer`.
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { Session } from "@skein/session"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Path from "node:path"
+import * as PermissionBroker from "./PermissionBroker.js"
+import * as Server from "./Server.js"
+import * as ServerEvents from "./ServerEvents.js"
+import * as SessionRegistry from "./SessionRegistry.js"
+
+export interface Options {
+  readonly token: string
+  /** Folders sessions may run in; the first is the default `directory`. */
+  readonly roots: ReadonlyArray<string>
+  /** The CLIs' `CLAUDE_CONFIG_DIR` (transcripts). */
+  readonly configDir: string
+  /** The server's own state: the event log, the token. */
+  readonly stateDir: string
+  readonly origins?: ReadonlyArray<string> | undefined
+  /** Options every CLI gets (env, executable, bare, …). */
+  readonly session?: Partial<Session.SessionOptions> | undefined
+  /** Deny a permission ask no client answers after this long. Default 5 minutes. */
+  readonly permissionTimeout?: Duration.DurationInput | undefined
+  readonly heartbeat?: Duration.DurationInput | undefined
+  readonly maxLag?: number | undefined
+  readonly legacy?: boolean | undefined
+}
+
+export const layer = (options: Options) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    // Roots as physical paths: `directory` is compared after its own realpath.
+    const roots = yield* Effect.forEach(options.roots, (root) => fs.realPath(root))
+    const base = Layer.mergeAll(
+      ServerEvents.layer({ dir: Path.join(options.stateDir, "events") }),
+      PermissionBroker.layer({ timeout: options.permissionTimeout })
+    )
+    const registry = SessionRegistry.layer({ configDir: options.configDir, session: options.session, legacy: options.legacy })
+    return Server.layer({
+      token: options.token,
+      roots,
+      origins: options.origins,
+      stateDir: options.stateDir,
+      configDir: options.configDir,
+      heartbeat: options.heartbeat,
+      maxLag: options.maxLag
+    }).pipe(Layer.provideMerge(registry), Layer.provideMerge(base))
+  }))

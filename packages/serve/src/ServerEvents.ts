@@ -1,0 +1,65 @@
+/**
+ * Every canonical event the server publishes, in one durable log. The log's
+ * `seq` is each SSE frame's `id:`: gap-free, growing across restarts, so a
+ * client that reconnects with `Last-Event-ID` is replayed exactly what it
+ * missed, from disk, whatever the server held in memory.
+ */
+import type * as FileSystem from "@effect/platform/FileSystem"
+import type { Canonical } from "@skein/protocol"
+import { EventLog } from "@skein/store"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+
+/** One logged event and the directory of the session it belongs to. */
+export const Envelope = Schema.Struct({
+  directory: Schema.String,
+  payload: Schema.Struct({ type: Schema.String, properties: Schema.Unknown })
+})
+export type Envelope = typeof Envelope.Type
+
+export type Record = EventLog.Record<Envelope>
+
+export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<ServerEvents, {
+  readonly publish: (
+    directory: string,
+    events: ReadonlyArray<Canonical.CanonicalEvent>
+  ) => Effect.Effect<ReadonlyArray<Record>, EventLog.EventLogError>
+  /** Records from `from` on, then live: no gap, no duplicate. */
+  readonly follow: (from: number) => Stream.Stream<Record, EventLog.EventLogError>
+  readonly nextSeq: Effect.Effect<number>
+  readonly firstSeq: Effect.Effect<number, EventLog.EventLogError>
+}>() {}
+
+export interface Options {
+  /** The log's folder, e.g. `<config>/skein/serve/events`. */
+  readonly dir: string
+  readonly retention?: EventLog.Retention | undefined
+  readonly segmentBytes?: number | undefined
+}
+
+export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
+  const log = yield* EventLog.open({
+    dir: options.dir,
+    schema: Envelope,
+    retention: options.retention,
+    segmentBytes: options.segmentBytes
+  })
+  return ServerEvents.of({
+    publish: (directory, events) =>
+      events.length === 0
+        ? Effect.succeed([])
+        : log.appendAll(events.map((payload) => ({ directory, payload }))),
+    follow: (from) => log.follow(from),
+    nextSeq: log.nextSeq,
+    firstSeq: log.firstSeq
+  })
+})
+
+export const layer = (options: Options): Layer.Layer<ServerEvents, EventLog.EventLogError, FileSystem.FileSystem> =>
+  Layer.scoped(ServerEvents, make(options))
+
+/** The envelope's id inside the JSON, as opencode puts it: `evt_` and the seq, so ids sort. */
+export const eventId = (seq: number): string => `evt_${seq.toString(16).padStart(12, "0")}`

@@ -1,0 +1,73 @@
+/**
+ * The edge's checks and answers: opencode's error body, bearer or basic
+ * auth, the Origin check, and `directory` confined to the roots.
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Crypto from "node:crypto"
+import * as Path from "node:path"
+import { DirectoryRejected } from "../ServeError.js"
+
+export const error = (status: number, name: string, message: string) =>
+  HttpServerResponse.unsafeJson({ name, data: { message } }, { status })
+
+const sameSecret = (a: string, b: string) => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && Crypto.timingSafeEqual(x, y)
+}
+
+/** `Bearer <token>`, or basic auth with the token as the password (opencode's clients send that). */
+export const authorized = (header: string | undefined, token: string): boolean => {
+  if (header === undefined) return false
+  const [scheme, value] = header.split(" ", 2)
+  if (value === undefined) return false
+  if (scheme?.toLowerCase() === "bearer") return sameSecret(value, token)
+  if (scheme?.toLowerCase() === "basic") {
+    const decoded = Buffer.from(value, "base64").toString("utf8")
+    const colon = decoded.indexOf(":")
+    return colon >= 0 && sameSecret(decoded.slice(colon + 1), token)
+  }
+  return false
+}
+
+/** The request's `directory` (query, else `x-opencode-directory`, else the first root), physical and inside a root. */
+export const directoryOf = (
+  request: HttpServerRequest.HttpServerRequest,
+  roots: ReadonlyArray<string>
+): Effect.Effect<string, DirectoryRejected, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const url = new URL(request.url, "http://localhost")
+    const header = request.headers["x-opencode-directory"]
+    const raw = url.searchParams.get("directory") ?? (header === undefined ? undefined : safeDecode(header))
+    if (raw === undefined || raw === "") return roots[0] ?? process.cwd()
+    if (raw.split(/[\\/]/).includes("..")) return yield* new DirectoryRejected({ directory: raw, reason: "`..` is not allowed" })
+    if (!Path.isAbsolute(raw)) return yield* new DirectoryRejected({ directory: raw, reason: "not an absolute path" })
+    const fs = yield* FileSystem.FileSystem
+    // The physical path: a symlink inside a root that points outside it is outside.
+    const real = yield* fs.realPath(raw).pipe(
+      Effect.mapError(() => new DirectoryRejected({ directory: raw, reason: "no such directory" }))
+    )
+    const inside = roots.some((root) => real === root || real.startsWith(root.endsWith(Path.sep) ? root : root + Path.sep))
+    if (!inside) return yield* new DirectoryRejected({ directory: raw, reason: "outside the server's roots" })
+    return real
+  })
+
+const safeDecode = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
+
+/** SSE frame: the log's seq as `id:`, the event as JSON `data:`. */
+export const frame = (id: number, data: unknown) => `id: ${id}\ndata: ${JSON.stringify(data)}\n\n`
+
+export const sseHeaders = {
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+  connection: "keep-alive"
+}

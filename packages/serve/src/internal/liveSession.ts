@@ -1,0 +1,145 @@
+/**
+ * One served session: the CLI's session actor, and the pump that turns its
+ * events into canonical ones and publishes them to the server's log.
+ *
+ * The pump is the one writer of the session's translator state. CLI events
+ * and the host's own inputs (permission answers) go through one inbox, so
+ * every event gets its place in one order. Turn boundaries come from the
+ * turn rules run over the same messages, as in `EventTranslator.withTurns`.
+ */
+import type { Canonical } from "@skein/protocol"
+import { Permissions, Session } from "@skein/session"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as EventTranslator from "../EventTranslator.js"
+import * as History from "../History.js"
+import * as PermissionBroker from "../PermissionBroker.js"
+import type { ServerEvents } from "../ServerEvents.js"
+import * as TurnBoundaries from "./turnBoundaries.js"
+
+export interface Ended {
+  /** How many turns have reached `session.idle`. */
+  readonly count: number
+  /** The messages of the last finished turn, as a client holds them. */
+  readonly messages: ReadonlyArray<History.WithParts>
+}
+
+export interface LiveSession {
+  readonly session: Session.Session
+  readonly ended: SubscriptionRef.SubscriptionRef<Ended>
+  readonly busy: Ref.Ref<boolean>
+  readonly inject: (input: EventTranslator.Input) => Effect.Effect<void>
+}
+
+type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
+
+type Item =
+  | { readonly _tag: "Event"; readonly event: CliInput }
+  | { readonly _tag: "Input"; readonly input: EventTranslator.Input }
+
+export interface Options {
+  readonly directory: string
+  readonly cliSessionId: string
+  readonly initial: EventTranslator.State
+  readonly session: Session.SessionOptions
+  readonly events: ServerEvents["Type"]
+  readonly broker: PermissionBroker.PermissionBroker["Type"]
+}
+
+/** Starts before the message that starts the turn, ends after the one that ends it. */
+const withBoundaries = (
+  turns: TurnBoundaries.State,
+  cli: CliInput
+): readonly [TurnBoundaries.State, ReadonlyArray<EventTranslator.Input>] => {
+  if (cli.event._tag !== "Message") return [turns, [cli]]
+  const [next, outputs] = TurnBoundaries.step(turns, cli.event.message)
+  const before: Array<EventTranslator.Input> = []
+  const after: Array<EventTranslator.Input> = []
+  for (const output of outputs) {
+    if (output._tag === "TurnStarted") before.push({ _tag: "TurnStarted", turn: output.turn, origin: output.origin })
+    else after.push({ _tag: "TurnEnded", turn: output.turn, interrupted: output.interrupted })
+  }
+  return [next, [...before, cli, ...after]]
+}
+
+const requestIdOf = (state: EventTranslator.State, id: string): string | undefined => {
+  for (const [requestId, request] of state.requests) if (request.id === id) return requestId
+  return undefined
+}
+
+export const start = Effect.fn("LiveSession.start")(function*(options: Options) {
+  const inbox = yield* Queue.unbounded<Item>()
+  const inject = (input: EventTranslator.Input) => Effect.asVoid(Queue.offer(inbox, { _tag: "Input", input }))
+  const permissions = PermissionBroker.permissionsFor(options.broker, options.cliSessionId, (request, resolution) =>
+    // The translator emits `permission.replied` for an ask it knows of.
+    inject({ _tag: "PermissionAnswered", requestId: request.requestId, reply: resolution.reply }))
+  const session = yield* Session.start(options.session).pipe(Effect.provideService(Permissions.Permissions, permissions))
+  const subscription = yield* session.subscribe
+  yield* Stream.fromQueue(subscription).pipe(
+    Stream.runForEach((event) => Queue.offer(inbox, { _tag: "Event", event: { _tag: "Cli", event, receivedAt: Date.now() } })),
+    Effect.forkScoped
+  )
+  const ended = yield* SubscriptionRef.make<Ended>({ count: 0, messages: [] })
+  const busy = yield* Ref.make(false)
+
+  let translator = options.initial
+  let turns = TurnBoundaries.initial()
+  let turnEvents: Array<Canonical.CanonicalEvent> = []
+
+  const pumpBatch = (items: Iterable<Item>) =>
+    Effect.gen(function*() {
+      const out: Array<Canonical.CanonicalEvent> = []
+      for (const item of items) {
+        let inputs: ReadonlyArray<EventTranslator.Input>
+        if (item._tag === "Event") [turns, inputs] = withBoundaries(turns, item.event)
+        else inputs = [item.input]
+        for (const input of inputs) {
+          const [next, events] = EventTranslator.step(translator, input)
+          translator = next
+          for (const event of events) {
+            out.push(event)
+            if (event.type === "permission.asked") {
+              const requestId = requestIdOf(translator, event.properties.id)
+              if (requestId !== undefined) {
+                yield* options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
+              }
+            }
+          }
+        }
+      }
+      yield* Effect.orDie(options.events.publish(options.directory, out))
+      for (const event of out) yield* follow(event)
+    })
+
+  /** What the sync prompt answers with: the turn's messages, folded as a client folds them. */
+  const follow = (event: Canonical.CanonicalEvent) =>
+    Effect.gen(function*() {
+      if (event.type === "session.status") {
+        const isBusy = event.properties.status.type !== "idle"
+        if (isBusy && !(yield* Ref.get(busy))) turnEvents = []
+        yield* Ref.set(busy, isBusy)
+      }
+      if (event.type === "message.part.delta") return
+      if (event.type.startsWith("session.") && event.type !== "session.idle") return
+      if (event.type === "session.idle") {
+        const messages = History.collect(turnEvents)
+        turnEvents = []
+        yield* SubscriptionRef.update(ended, (e) => ({ count: e.count + 1, messages }))
+        return
+      }
+      turnEvents.push(event)
+    })
+
+  yield* Queue.takeBetween(inbox, 1, 1024).pipe(Effect.flatMap(pumpBatch), Effect.forever, Effect.forkScoped)
+  // When the scope closes, whatever is open is closed as an interrupted turn closes it.
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      const [, events] = EventTranslator.step(translator, { _tag: "End" })
+      return Effect.ignore(options.events.publish(options.directory, events))
+    })
+  )
+  return { session, ended, busy, inject } satisfies LiveSession
+})

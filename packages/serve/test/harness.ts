@@ -1,0 +1,64 @@
+/**
+ * A skein server on 127.0.0.1 (port 0) whose CLIs run offline against a
+ * FakeModel, each test in its own config, cwd and state folders.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
+import { ProcessHost } from "@skein/kernel"
+import { ClaudeCli, type FakeModel } from "@skein/testkit"
+import { Context, type Duration, Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import * as Path from "node:path"
+import * as Serve from "../src/Serve.js"
+import { ServerEvents } from "../src/ServerEvents.js"
+
+export const token = "test-token-0123456789"
+
+export interface Running {
+  readonly url: string
+  readonly dirs: ClaudeCli.OfflineDirs
+  readonly stateDir: string
+  readonly events: ServerEvents["Type"]
+  readonly headers: Record<string, string>
+}
+
+export interface StartOptions {
+  readonly permissionTimeout?: Duration.DurationInput | undefined
+  readonly maxLag?: number | undefined
+  readonly stateDir?: string | undefined
+  readonly dirs?: ClaudeCli.OfflineDirs | undefined
+}
+
+export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: StartOptions = {}) =>
+  Effect.gen(function*() {
+    const dirs = options.dirs ?? (yield* ClaudeCli.offlineDirs("skein-serve-"))
+    const stateDir = options.stateDir ?? Path.join(dirs.root, "serve-state")
+    const layer = Serve.layer({
+      token,
+      roots: [dirs.cwd],
+      configDir: dirs.configDir,
+      stateDir,
+      permissionTimeout: options.permissionTimeout,
+      maxLag: options.maxLag,
+      session: {
+        env: ClaudeCli.isolatedEnv({ baseUrl: model?.url ?? "http://127.0.0.1:9", configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
+        bare: true,
+        stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+      }
+    }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
+    )
+    const context = yield* Layer.build(layer)
+    const server = Context.get(context, HttpServer.HttpServer)
+    const address = server.address
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    const events = yield* Effect.provide(ServerEvents, context)
+    return {
+      url: `http://127.0.0.1:${port}`,
+      dirs,
+      stateDir,
+      events,
+      headers: { authorization: `Bearer ${token}` }
+    } satisfies Running
+  })
