@@ -121,4 +121,63 @@ describe("Extraction e2e with the real CLI", () => {
       expect(context).toContain(`Contents of ${Path.join(memoryDir, "MEMORY.md")}`)
       expect(context).toContain(indexLine)
     }).pipe(Effect.provide(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))), { timeout: 120_000 })
+
+  it.scopedLive("skipped when the main agent wrote memory itself; 10 requests during a run give one trailing run; the cursor survives a restart", () =>
+    Effect.gen(function*() {
+      const d = yield* ClaudeCli.offlineDirs("skein-memory-e2e-")
+      const memoryDir = MemoryFolder.directory(d.configDir, d.cwd)
+      const own = Schema.decodeSync(MemoryFile.Memory)({ name: "tabs", description: "the user indents with tabs", type: "feedback", body: "Tabs." })
+      const slow = FakeModel.withDelay(FakeModel.text(Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ")), "20 millis")
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.matching(FakeModel.toolUse("Write", { file_path: Path.join(memoryDir, "tabs.md"), content: MemoryFile.render(own) }), mainRequest("tabs")),
+          FakeModel.matching(FakeModel.text("Saved it myself."), mainRequest("tabs")),
+          FakeModel.matching(FakeModel.text("Noted: Fridays."), mainRequest("Fridays")),
+          FakeModel.matching(slow, extractionRequest)
+        ]
+      })
+      const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
+      const stores = yield* Layer.build(
+        Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
+          Layer.provide(TranscriptLayout.layer(d.configDir)),
+          Layer.provide(NodeContext.layer)
+        )
+      )
+      const events = yield* MemoryEvents.make
+      const seen = yield* events.subscribe
+      const launch = launchOf(model, d, false)
+      const parent = yield* Session.start(launch)
+      const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        effect.pipe(
+          Effect.provide(stores),
+          Effect.provideService(TaskManager.TaskManager, tasks),
+          Effect.provideService(MemoryEvents.MemoryEvents, events)
+        )
+      const workers = yield* provide(Worker.pool(parent, { launch }))
+      const extraction = yield* provide(Extraction.make({ workers, launch }))
+      const parentId = yield* Effect.flatMap(parent.send("Remember that I use tabs."), (t) => Effect.zipRight(t.result, parent.sessionId))
+
+      // The main agent saved it itself: no worker.
+      yield* extraction.extract
+      expect([...(yield* Queue.takeAll(seen))]).toMatchObject([{ _tag: "Skipped", gate: "main-agent" }])
+      expect(yield* tasks.list).toEqual([])
+
+      // One slow run; ten more requests while it runs owe exactly one trailing run.
+      yield* Effect.flatMap(parent.send("No deploys on Fridays."), (t) => t.result)
+      expect(yield* extraction.request).toBe("started")
+      yield* model.awaitRequest(0, extractionRequest)
+      const answers = yield* Effect.forEach(Array.from({ length: 10 }), () => extraction.request)
+      expect(new Set(answers)).toEqual(new Set(["stashed"]))
+      yield* extraction.idle
+      const runs = [...(yield* Queue.takeAll(seen))]
+      expect(runs.map((e) => e._tag)).toEqual(["Started", "Wrote", "Skipped"])
+      expect(runs[2]).toMatchObject({ gate: "cursor", reason: "no new messages" })
+      expect((yield* tasks.list).length).toBe(1)
+
+      // A restart: a new Extraction over the same session reads the saved cursor and finds nothing new.
+      const again = yield* provide(Extraction.make({ workers, launch }))
+      yield* again.extract
+      expect([...(yield* Queue.takeAll(seen))]).toMatchObject([{ _tag: "Skipped", gate: "cursor", sessionId: parentId }])
+      expect((yield* tasks.list).length).toBe(1)
+    }).pipe(Effect.provide(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))), { timeout: 120_000 })
 })
