@@ -21,7 +21,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import { type FileLock, Gate, type Task, TaskManager } from "@skein/kernel"
 import type { Session, Worker } from "@skein/session"
-import { TranscriptLayout } from "@skein/store"
+import { SessionIndex, TranscriptLayout } from "@skein/store"
 import { Effect, Option, type Scope } from "effect"
 import * as NodePath from "node:path"
 import * as DreamGates from "./DreamGates.js"
@@ -118,6 +118,7 @@ export const make = Effect.fn("Dream.make")(function*(options: Options) {
     memoryDir,
     projectDir,
     currentSessionId: Option.getOrUndefined(sessionId),
+    sessions: Option.getOrUndefined(yield* Effect.serviceOption(SessionIndex.SessionIndex)),
     config
   })
   const id = Option.getOrElse(sessionId, () => "")

@@ -21,6 +21,7 @@ import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import { FileLock, Gate } from "@skein/kernel"
+import type { SessionIndex } from "@skein/store"
 import { Clock, Duration, Effect, Option, type Scope } from "effect"
 import * as NodePath from "node:path"
 
@@ -67,13 +68,20 @@ export interface Options {
   readonly projectDir: string
   /** Not counted as activity. */
   readonly currentSessionId?: string | undefined
+  /**
+   * With the SessionIndex, the activity scan counts only real sessions: the
+   * memory workers' own forks (marked as workers) are not activity, else
+   * every extraction would count towards the next dream. Without it, every
+   * `.jsonl` of the project counts.
+   */
+  readonly sessions?: SessionIndex.SessionIndex["Type"] | undefined
   readonly config?: Partial<Config> | undefined
 }
 
 /**
  * @since 0.0.0
  */
-export type Error = FileLock.FileLockError | PlatformError
+export type Error = FileLock.FileLockError | PlatformError | SessionIndex.SessionIndexError
 
 /**
  * The gates of one session's trigger. Make them once and evaluate them after
@@ -85,7 +93,7 @@ export interface DreamGates {
   readonly lockPath: string
   readonly config: Config
   readonly time: Gate.Gate<void, FileLock.FileLockError, FileSystem.FileSystem>
-  readonly activity: Gate.Gate<number, PlatformError, FileSystem.FileSystem | Path.Path>
+  readonly activity: Gate.Gate<number, PlatformError | SessionIndex.SessionIndexError, FileSystem.FileSystem | Path.Path>
   readonly lock: Gate.Gate<FileLock.FileLock, FileLock.FileLockError, FileSystem.FileSystem | Scope.Scope>
   /** Passes with the lock held in the current scope: commit it after a good run, or let the scope roll it back. */
   readonly evaluate: Effect.Effect<
@@ -120,6 +128,30 @@ export const lockGate = (path: string, config: Config): Gate.Gate<FileLock.FileL
   )
 }
 
+/** The activity gate over the SessionIndex: sessions, not worker forks, modified after the lock's mtime. */
+const indexedActivity = (
+  sessions: SessionIndex.SessionIndex["Type"],
+  projectDir: string,
+  lock: string,
+  currentSessionId: string | undefined,
+  config: Config
+) =>
+  Gate.throttle(
+    Gate.make(
+      "activity",
+      Effect.gen(function*() {
+        const last = yield* FileLock.lastRun(lock).pipe(Effect.orElseSucceed(() => Option.none<Date>()))
+        const since = Option.match(last, { onNone: () => 0, onSome: (d) => d.getTime() })
+        const listed = yield* sessions.list({ projectDir })
+        const count = listed.filter((s) => s.sessionId !== currentSessionId && s.mtime.getTime() > since).length
+        return count >= config.minSessions
+          ? Gate.pass(count)
+          : Gate.stop(`${count} sessions modified since the last run, fewer than ${config.minSessions}`)
+      })
+    ),
+    config.scanEvery
+  )
+
 /**
  * @since 0.0.0
  */
@@ -129,13 +161,15 @@ export const make = (options: Options): Effect.Effect<DreamGates> =>
     const path = lockPath(options.memoryDir)
     const current = options.currentSessionId === undefined ? undefined : `${options.currentSessionId}.jsonl`
     const time = Gate.elapsed({ path, minimum: config.minInterval })
-    const activity = yield* Gate.activity({
-      directory: options.projectDir,
-      since: path,
-      atLeast: config.minSessions,
-      scanEvery: config.scanEvery,
-      include: (name) => name.endsWith(".jsonl") && name !== current
-    })
+    const activity = options.sessions === undefined
+      ? yield* Gate.activity({
+        directory: options.projectDir,
+        since: path,
+        atLeast: config.minSessions,
+        scanEvery: config.scanEvery,
+        include: (name) => name.endsWith(".jsonl") && name !== current
+      })
+      : yield* indexedActivity(options.sessions, options.projectDir, path, options.currentSessionId, config)
     const lock = lockGate(path, config)
     const evaluate = Gate.evaluate([time, activity, lock] as const).pipe(
       Effect.withSpan("DreamGates.evaluate", { attributes: { lock: path } })

@@ -4,6 +4,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { expect, layer } from "@effect/vitest"
 import { FileLock } from "@skein/kernel"
 import { DreamGates } from "@skein/memory"
+import { SessionIndex, TranscriptLayout } from "@skein/store"
 import { Duration, Effect, Exit, Option, Scope, TestClock } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -141,5 +142,22 @@ layer(NodeContext.layer)("DreamGates", (it) => {
       expect(outcome).toMatchObject({ _tag: "Stop" })
       if (outcome._tag === "Stop") expect(outcome.reason).toContain("by another process meanwhile")
       expect(fs.statSync(p.lock, { bigint: true }).mtimeNs).toBe(before)
+    }))
+
+  it.scoped("with the SessionIndex, the memory workers' own forks are not activity", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T)
+      const p = yield* project(6)
+      touch(p.lock, T - 25 * HOUR)
+      const root = path.dirname(p.projectDir)
+      const sessions = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(root)))
+      yield* sessions.markWorker("other-0", { parentSessionId: "current", label: "memory-extraction" })
+      yield* sessions.markWorker("other-1", { parentSessionId: "current", label: "dream" })
+      const gates = yield* DreamGates.make({ ...p, currentSessionId: "current", sessions })
+      const outcome = yield* Effect.scoped(gates.evaluate)
+      expect(outcome).toMatchObject({ _tag: "Stopped", gate: "activity", reason: "4 sessions modified since the last run, fewer than 5" })
+      // The plain directory scan would have counted the forks.
+      const plain = yield* DreamGates.make({ ...p, currentSessionId: "current" })
+      expect(yield* Effect.scoped(plain.evaluate)).toMatchObject({ _tag: "Passed" })
     }))
 })
