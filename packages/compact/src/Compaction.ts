@@ -9,9 +9,7 @@
  * @since 0.0.0
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
-import type { ProcessHost, TaskManager } from "@skein/kernel"
 import type { Transcript } from "@skein/protocol"
-import type { SessionError } from "@skein/session"
 import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { Cause, Clock, Data, Effect, Either, Exit, Option } from "effect"
 import type * as CompactableSession from "./CompactableSession.js"
@@ -244,13 +242,7 @@ export const run = Effect.fn("Compaction.run")(function*(host: Host, options: Ru
 })
 
 /** What `run` needs. */
-export type RunContext =
-  | MemoryPassContext
-  | ProcessHost.ProcessHost
-  | TaskManager.TaskManager
+export type RunContext = Effect.Effect.Context<ReturnType<typeof run>>
 
 /** How `run` can fail. */
-export type RunError =
-  | Effect.Effect.Error<ReturnType<typeof compactWith>>
-  | SessionError.TurnError
-  | SummarizingCompaction.SummaryFailed
+export type RunError = Effect.Effect.Error<ReturnType<typeof run>>

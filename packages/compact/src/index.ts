@@ -1,6 +1,8 @@
 /**
  * @skein/compact: compaction passes over the CLI's own transcript that the real CLI honours on resume.
  */
+export * as AutoCompaction from "./AutoCompaction.js"
+export * as CircuitBreaker from "./CircuitBreaker.js"
 export * as CompactBoundary from "./CompactBoundary.js"
 export * as CompactableSession from "./CompactableSession.js"
 export * as Compaction from "./Compaction.js"
