@@ -78,4 +78,35 @@ describe("session-memory compaction with the real CLI", () => {
       expect(requests.some(FakeModel.isCompaction)).toBe(false)
       expect(JSON.stringify(resumed.results[0])).toContain("Green comes third.")
     }).pipe(Effect.provide(NodeContext.layer)), { timeout: 120_000 })
+
+  it.scopedLive("a second compaction over a compacted session: the resumed CLI sends exactly the new view", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.text("Answer A."), FakeModel.text("Answer B."), FakeModel.text("Answer C."), FakeModel.text("Answer D.")]
+      })
+      const first = yield* Live.converse({ model, prompts: [`question A ${"padding ".repeat(400)}`, "question B"] })
+      const session = yield* Live.sessionFile(first.run.configDir, first.run.cwd)
+      const summaryFile = SessionMemoryCompaction.summaryPath(session.path)
+      Fs.mkdirSync(Path.dirname(summaryFile), { recursive: true })
+      const compact = (summary: string, keep: number) =>
+        Effect.sync(() => Fs.writeFileSync(summaryFile, summary)).pipe(
+          Effect.zipRight(Compaction.memoryPass({ cwd: session.cwd, sessionId: session.id, window: { minTokens: 100_000, minTextMessages: keep } })),
+          Effect.provide(Live.storeLayer(first.run.configDir))
+        )
+      expect((yield* compact("First summary: A was asked.", 2))._tag).toBe("Compacted")
+      yield* Live.converse({ model, prompts: [`question C ${"padding ".repeat(400)}`], args: ["--resume", session.id], configDir: first.run.configDir })
+      // The window now reaches back over the first boundary: answer B, kept by it, is kept again.
+      expect((yield* compact("Second summary: A, B and C were asked.", 3))._tag).toBe("Compacted")
+      const view = yield* ResumeLoader.load(session.path)
+      const texts = view.messages.map(Live.textOf).join("\n")
+      expect(texts).toContain("Second summary")
+      expect(texts).not.toContain("First summary")
+      expect(texts).not.toContain("question A")
+      expect(texts).not.toContain("question B")
+      expect(texts).toContain("Answer B.")
+
+      yield* Live.converse({ model, prompts: ["question D"], args: ["--resume", session.id], configDir: first.run.configDir })
+      const request = yield* model.awaitRequest(0, Live.withPrompt("question D"))
+      expect(Live.comparable(Live.history(request).before)).toEqual(Live.comparable(view.messages))
+    }).pipe(Effect.provide(NodeContext.layer)), { timeout: 120_000 })
 })
