@@ -1,0 +1,279 @@
+/**
+ * `skein sessions list|show|branch|rm`: the Claude Code sessions of a config
+ * root. `show` prints the effective conversation a resumed CLI would see,
+ * from the last compact boundary along the chain to the leaf; unknown
+ * entries and malformed lines never stop it, they are counted and reported.
+ */
+import { Args, Command, HelpDoc, Options } from "@effect/cli"
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { Transcript } from "@skein/protocol"
+import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/store"
+import { Console, Effect, Layer, Option } from "effect"
+import * as Path from "node:path"
+import { type CliError, fail } from "./CliError.js"
+import type * as Argv from "./internal/argv.js"
+
+// ---------------------------------------------------------------------------
+// Finding sessions
+// ---------------------------------------------------------------------------
+
+const root = Options.directory("root").pipe(
+  Options.withDescription("the Claude config folder (default: CLAUDE_CONFIG_DIR, else ~/.claude)"),
+  Options.optional
+)
+const json = Options.boolean("json").pipe(Options.withDescription("print JSON"))
+
+const rootOf = (option: Option.Option<string>) =>
+  Option.match(option, {
+    onSome: (r) => Effect.succeed(Path.resolve(r)),
+    onNone: () => Effect.orDie(TranscriptLayout.rootConfig)
+  })
+
+/** Runs `effect` with a session index over the chosen root. */
+const withIndex = <A, E, R>(option: Option.Option<string>, effect: (root: string) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(rootOf(option), (r) =>
+    effect(r).pipe(Effect.provide(SessionIndex.layer.pipe(Layer.provide(TranscriptLayout.layer(r))))))
+
+/** One line for each failure a person can act on. */
+const describe = (
+  error: ResumeLoader.LoadError | Branch.BranchWriteError | SessionIndex.SessionIndexError
+): CliError => {
+  switch (error._tag) {
+    case "ResumeAtNotFound":
+      return fail(`message ${error.uuid} is not in the session's effective conversation`)
+    case "TranscriptNotFound":
+      return fail(`no such transcript: ${error.path}`)
+    case "TranscriptReadError":
+    case "BranchWriteError":
+    case "SessionIndexError":
+      return fail(`${error.path}: ${error.message}`)
+  }
+}
+
+/** An existing transcript file, else an id, path or title the index knows. */
+const resolve = (query: string, r: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const info = yield* Effect.option(fs.stat(query))
+    if (Option.isSome(info) && info.value.type === "File") return Path.resolve(query)
+    const index = yield* SessionIndex.SessionIndex
+    const found = yield* index.resolve(query).pipe(Effect.mapError(describe))
+    if (Option.isSome(found)) return found.value.path
+    return yield* fail(`no session matches ${JSON.stringify(query)} under ${r} (an id, a title or a path)`)
+  })
+
+// ---------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------
+
+const flat = (text: string, max = 160): string => {
+  const one = text.replace(/\s+/g, " ").trim()
+  return one.length > max ? `${one.slice(0, max - 1)}…` : one
+}
+
+const field = (block: object, key: string): unknown => Object.getOwnPropertyDescriptor(block, key)?.value
+
+const resultText = (content: unknown): string =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+    ? content.map((c: unknown) => typeof c === "object" && c !== null && typeof field(c, "text") === "string" ? String(field(c, "text")) : "").join("\n")
+    : ""
+
+/** A block as text: cut to one line, or whole with `full`. */
+const blockText = (block: unknown, full: boolean): string => {
+  const cut = (text: string, max?: number) => full ? text : flat(text, max)
+  if (typeof block !== "object" || block === null) return "?"
+  const type = field(block, "type")
+  switch (type) {
+    case "text":
+      return cut(String(field(block, "text") ?? ""))
+    case "thinking":
+      return `(thinking) ${cut(String(field(block, "thinking") ?? ""), 80)}`
+    case "redacted_thinking":
+      return "(redacted thinking)"
+    case "tool_use":
+      return `→ ${String(field(block, "name"))}(${cut(JSON.stringify(field(block, "input") ?? {}), 100)})`
+    case "tool_result":
+      return `← result${field(block, "is_error") === true ? " error" : ""}: ${cut(resultText(field(block, "content")), 100)}`
+    default:
+      return `(${String(type)})`
+  }
+}
+
+const contentLines = (content: string | ReadonlyArray<unknown>, full: boolean): ReadonlyArray<string> =>
+  typeof content === "string" ? [full ? content : flat(content)] : content.map((block) => blockText(block, full))
+
+const entryLines = (entry: Transcript.ChainEntry, full: boolean): ReadonlyArray<string> => {
+  switch (entry.type) {
+    case "user": {
+      const kind = entry.isCompactSummary === true ? "user/summary" : entry.isMeta === true ? "user/meta" : "user"
+      return contentLines(entry.message.content, full).map((line) => `${kind.padEnd(16)} ${line}`)
+    }
+    case "assistant":
+      return contentLines(entry.message.content, full).map((line) => `${"assistant".padEnd(16)} ${line}`)
+    case "attachment":
+      return [`${"attachment".padEnd(16)} ${entry.attachment.type}`]
+    case "system": {
+      const meta = entry.compactMetadata === undefined ? "" : ` (${entry.compactMetadata.trigger}, ${entry.compactMetadata.preTokens} tokens before)`
+      return [`${`system/${entry.subtype ?? "?"}`.padEnd(16)} ${full ? entry.content ?? "" : flat(entry.content ?? "")}${meta}`]
+    }
+  }
+}
+
+const diagnosticLine = (d: ResumeLoader.Diagnostic): string => {
+  switch (d._tag) {
+    case "Malformed":
+      return `line ${d.line} (from the boundary): malformed ${d.type}: ${d.issue}`
+    case "Unparseable":
+      return `line ${d.line} (from the boundary): not JSON: ${d.error}`
+    case "Oversized":
+      return `line ${d.line} (from the boundary): ${d.bytes} bytes, over ${d.limit}`
+    case "Orphan":
+      return `${d.uuid}: parent ${d.parentUuid} missing, treated as root`
+    case "Cycle":
+      return `${d.uuid}: parent chain loops, cut here`
+    case "LeafNotFound":
+      return `last-prompt leaf ${d.leafUuid} missing, used the last entry`
+    case "PreservedMissing":
+      return `preserved messages not found: ${d.uuids.join(", ")}`
+    case "Relinked":
+      return `${d.uuid}: parent ${d.from ?? "null"} → ${d.to} (${d.reason})`
+  }
+}
+
+const withExample = (description: string, example: string) =>
+  HelpDoc.blocks([HelpDoc.p(description), HelpDoc.p(`Example: ${example}`)])
+
+// ---------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------
+
+const listOptions = {
+  root,
+  cwd: Options.directory("cwd").pipe(Options.withDescription("the project's folder (default: the current one)"), Options.optional),
+  all: Options.boolean("all").pipe(Options.withDescription("every project, worker sessions included")),
+  json
+}
+
+const list = Command.make("list", listOptions, (options) =>
+  withIndex(options.root, () =>
+    Effect.gen(function*() {
+      const index = yield* SessionIndex.SessionIndex
+      const dir = yield* TranscriptLayout.canonicalCwd(Option.getOrElse(options.cwd, () => process.cwd()))
+      const sessions = yield* index.list(options.all ? { workers: true } : { cwd: dir }).pipe(Effect.mapError(describe))
+      if (options.json) return yield* Console.log(JSON.stringify(sessions))
+      if (sessions.length === 0) return yield* Console.log("no sessions")
+      for (const info of sessions) {
+        const flags = [info.live ? `live (pid ${info.ownerPid})` : "", info.isWorker ? "worker" : ""].filter((f) => f !== "")
+        yield* Console.log(
+          `${info.sessionId}  ${info.mtime.toISOString()}  ${String(info.messageCount).padStart(4)} msgs  ${
+            options.all ? `${Path.basename(info.projectDir)}  ` : ""
+          }${flat(info.title ?? "", 60)}${flags.length > 0 ? `  [${flags.join(", ")}]` : ""}`
+        )
+      }
+    }))).pipe(Command.withDescription(withExample("List sessions, newest first.", "skein sessions list --all --json")))
+
+const showOptions = {
+  root,
+  at: Options.text("at").pipe(Options.withDescription("stop the view at this message uuid"), Options.optional),
+  full: Options.boolean("full").pipe(Options.withDescription("print each message whole, not a one-line preview")),
+  json
+}
+
+const show = Command.make("show", { ...showOptions, session: Args.text({ name: "id|title|path" }) }, (options) =>
+  withIndex(options.root, (r) =>
+    Effect.gen(function*() {
+      const path = yield* resolve(options.session, r)
+      const sidechain = path.includes(`${Path.sep}subagents${Path.sep}`)
+      const view = yield* ResumeLoader.load(path, { resumeAt: Option.getOrUndefined(options.at), sidechain }).pipe(Effect.mapError(describe))
+      if (options.json) {
+        return yield* Console.log(JSON.stringify({
+          path,
+          sessionId: view.sessionId ?? null,
+          leafUuid: view.leafUuid ?? null,
+          compacted: Option.isSome(view.boundary),
+          metadata: view.metadata,
+          usage: view.usage,
+          messages: view.messages,
+          unknownTypes: view.unknownTypes,
+          diagnostics: view.diagnostics
+        }))
+      }
+      const title = ResumeLoader.title(view.metadata)
+      yield* Console.log(`${view.sessionId ?? Path.basename(path)}${title === undefined ? "" : `  "${title}"`}`)
+      yield* Console.log(
+        `${view.entries.length} entries, ${view.messages.length} messages${Option.isSome(view.boundary) ? ", from the last compact boundary" : ""}; ` +
+          `usage since: ${view.usage.input_tokens} in / ${view.usage.output_tokens} out`
+      )
+      for (const entry of view.entries) {
+        for (const line of entryLines(entry, options.full)) yield* Console.log(`${entry.uuid.slice(0, 8)}  ${line}`)
+      }
+      const unknown = Object.entries(view.unknownTypes)
+      if (unknown.length > 0) yield* Console.log(`skipped: ${unknown.map(([type, n]) => `${type} ×${n}`).join(", ")}`)
+      for (const d of view.diagnostics) yield* Console.log(`note: ${diagnosticLine(d)}`)
+    }))).pipe(Command.withDescription(withExample(
+      "Print the effective conversation a resumed CLI would see.",
+      "skein sessions show 3f2c… --full"
+    )))
+
+const branchOptions = {
+  root,
+  at: Options.text("at").pipe(Options.withDescription("the message to branch from (a uuid from show)"))
+}
+
+const branch = Command.make("branch", { ...branchOptions, session: Args.text({ name: "id|title|path" }) }, (options) =>
+  withIndex(options.root, (r) =>
+    Effect.gen(function*() {
+      const path = yield* resolve(options.session, r)
+      const branched = yield* Branch.branch(path, { at: options.at }).pipe(Effect.mapError(describe))
+      yield* Console.log(branched.sessionId)
+    }))).pipe(Command.withDescription(withExample(
+      "Write a new session from a message of another; prints its id.",
+      "skein sessions branch 3f2c… --at 9a41…"
+    )))
+
+const rmOptions = {
+  root,
+  force: Options.boolean("force").pipe(Options.withDescription("remove it even if a live process holds it"))
+}
+
+const rm = Command.make("rm", { ...rmOptions, session: Args.text({ name: "id|title|path" }) }, (options) =>
+  withIndex(options.root, (r) =>
+    Effect.gen(function*() {
+      const index = yield* SessionIndex.SessionIndex
+      const path = yield* resolve(options.session, r)
+      const info = yield* index.resolve(path).pipe(Effect.mapError(describe))
+      if (Option.isSome(info) && info.value.live && !options.force) {
+        return yield* fail(`session ${info.value.sessionId} is live (pid ${info.value.ownerPid}); pass --force to remove it anyway`)
+      }
+      const fs = yield* FileSystem.FileSystem
+      const sessionId = Option.getOrElse(TranscriptLayout.sessionIdOfFile(path), () => Path.basename(path))
+      const paths = TranscriptLayout.sessionPaths(Path.dirname(path), sessionId)
+      const removeAll = Effect.all([fs.remove(paths.transcript), fs.remove(paths.sessionDir, { recursive: true }).pipe(
+        Effect.catchIf((e) => e._tag === "SystemError" && e.reason === "NotFound", () => Effect.void)
+      )])
+      yield* removeAll.pipe(Effect.mapError((e) => fail(`${path}: ${e.message}`)))
+      yield* Console.log(`removed ${sessionId}`)
+    }))).pipe(Command.withDescription(withExample(
+      "Remove a session: its transcript and its folder (subagents, memory).",
+      "skein sessions rm 3f2c…"
+    )))
+
+export const sessions = Command.make("sessions").pipe(
+  Command.withDescription(withExample("Claude Code sessions: list, show (as resumed), branch, rm.", "skein sessions list --root /tmp/claude-config")),
+  Command.withSubcommands([list, show, branch, rm])
+)
+
+const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
+
+export const sessionsSpec: Argv.Spec = {
+  name: "sessions",
+  options: Options.getUsage(Options.none),
+  children: [
+    { name: "list", options: usageOf(listOptions), children: [] },
+    { name: "show", options: usageOf(showOptions), children: [] },
+    { name: "branch", options: usageOf(branchOptions), children: [] },
+    { name: "rm", options: usageOf(rmOptions), children: [] }
+  ]
+}
