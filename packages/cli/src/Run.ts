@@ -41,7 +41,11 @@ export const sessionOptions = {
     Options.withDescription("the Claude config folder (default: CLAUDE_CONFIG_DIR, else ~/.claude)"),
     Options.optional
   ),
-  model: Options.text("model").pipe(Options.withDescription("the model to use"), Options.optional)
+  model: Options.text("model").pipe(Options.withDescription("the model to use"), Options.optional),
+  claude: Options.file("claude").pipe(
+    Options.withDescription("the Claude Code executable (default: the installed @anthropic-ai/claude-code, else claude on PATH)"),
+    Options.optional
+  )
 } as const
 
 type ValueOf<O> = O extends Options.Options<infer A> ? A : never
@@ -106,6 +110,7 @@ const open = Effect.fn("Run.open")(function*(config: SessionConfig, output: Outp
     resume: Option.getOrUndefined(config.resume),
     continue: config.continue || undefined,
     model: Option.getOrUndefined(config.model),
+    executable: Option.getOrUndefined(config.claude),
     configDir: where.configDir,
     env: where.env,
     bare: where.bare,

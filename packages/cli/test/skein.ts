@@ -1,0 +1,69 @@
+/**
+ * Runs the `skein` bin as a child process (node + tsx, as a person's shell
+ * would) in a folder of its own, and finds any process it left behind.
+ */
+import { Effect, Scope } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+
+export const bin = Path.resolve(import.meta.dirname, "../bin/skein.js")
+
+export interface Ran {
+  readonly code: number | null
+  readonly signal: string | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** A temp folder for the run, removed with the scope. */
+export const folder = Effect.acquireRelease(
+  Effect.sync(() => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-cli-test-")))),
+  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+export interface Options {
+  readonly cwd: string
+  readonly stdin?: string | undefined
+  /** Called with the child and its output so far, on each chunk of stdout. */
+  readonly onStdout?: ((child: ChildProcess.ChildProcess, stdout: string) => void) | undefined
+}
+
+/** Runs `skein ...args` to its exit. */
+export const skein = (args: ReadonlyArray<string>, options: Options): Effect.Effect<Ran> =>
+  Effect.async<Ran>((resume) => {
+    const child = ChildProcess.spawn(process.execPath, [bin, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, NO_COLOR: "1" },
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (text: string) => {
+      stdout += text
+      options.onStdout?.(child, stdout)
+    })
+    child.stderr.setEncoding("utf8").on("data", (text: string) => {
+      stderr += text
+    })
+    child.once("close", (code, signal) => resume(Effect.succeed({ code, signal, stdout, stderr })))
+    if (options.stdin === undefined) child.stdin.end()
+    else child.stdin.end(options.stdin)
+    return Effect.sync(() => {
+      child.kill("SIGKILL")
+    })
+  })
+
+/** Pids of live processes whose working folder is `dir` or inside it. */
+export const processesIn = (dir: string): ReadonlyArray<number> =>
+  Fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((name) => {
+    try {
+      const cwd = Fs.readlinkSync(`/proc/${name}/cwd`)
+      return cwd === dir || cwd.startsWith(`${dir}/`) ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+
+export type { Scope }
