@@ -113,19 +113,24 @@ export const make = Effect.fn("Dream.make")(function*(options: Options) {
   const cwd = yield* TranscriptLayout.canonicalCwd(options.launch.cwd)
   const projectDir = TranscriptLayout.projectDir(root, cwd)
   const memoryDir = MemoryFolder.directory(root, cwd)
-  const sessionId = yield* Effect.option(parent.sessionId)
+  // The session's id arrives with its first turn; until then it is not known, and nothing waits for it.
+  let current: string | undefined
+  const learnId = Effect.map(parent.state.get, (state) => {
+    current = state.sessionId
+  })
   const gates = yield* DreamGates.make({
     memoryDir,
     projectDir,
-    currentSessionId: Option.getOrUndefined(sessionId),
+    currentSessionId: () => current,
     sessions: Option.getOrUndefined(yield* Effect.serviceOption(SessionIndex.SessionIndex)),
     config
   })
-  const id = Option.getOrElse(sessionId, () => "")
 
   /** The task's work: the lock in the task's scope, the worker, the check, the commit. */
   const consolidate = (lockGate: Gate.Gate<FileLock.FileLock, FileLock.FileLockError, FileSystem.FileSystem | Scope.Scope>, taskId: string) =>
     Effect.scoped(Effect.gen(function*() {
+      yield* learnId
+      const id = current ?? ""
       const decision = yield* lockGate.check
       if (decision._tag === "Stop") {
         yield* MemoryEvents.emit({ _tag: "Skipped", job: "dream", sessionId: id, gate: lockGate.name, reason: decision.reason })
@@ -153,7 +158,7 @@ export const make = Effect.fn("Dream.make")(function*(options: Options) {
       const done: Report = { _tag: "Consolidated", workerTaskId: result.taskId, files: changes.written, removed: changes.removed, remaining: repair.remaining }
       return done
     })).pipe(
-      Effect.tapError((error) => MemoryEvents.emit({ _tag: "Failed", job: "dream", sessionId: id, reason: error.message })),
+      Effect.tapError((error) => MemoryEvents.emit({ _tag: "Failed", job: "dream", sessionId: current ?? "", reason: error.message })),
       Effect.provideService(FileSystem.FileSystem, fs),
       Effect.provide(context)
     )
@@ -167,6 +172,8 @@ export const make = Effect.fn("Dream.make")(function*(options: Options) {
     gates,
     afterTurn: Effect.gen(function*() {
       if (!config.enabled) return Option.none()
+      yield* learnId
+      const id = current ?? ""
       const outcome = yield* Gate.evaluate([gates.time, gates.activity] as const)
       if (outcome._tag === "Stopped") {
         yield* MemoryEvents.emit({ _tag: "Skipped", job: "dream", sessionId: id, gate: outcome.gate, reason: outcome.reason })

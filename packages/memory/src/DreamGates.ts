@@ -66,8 +66,8 @@ export interface Options {
   readonly memoryDir: string
   /** The project's folder of transcripts (`<config>/projects/<project>`). */
   readonly projectDir: string
-  /** Not counted as activity. */
-  readonly currentSessionId?: string | undefined
+  /** Not counted as activity; a function when the id is learned later (a session's first turn). */
+  readonly currentSessionId?: string | (() => string | undefined) | undefined
   /**
    * With the SessionIndex, the activity scan counts only real sessions: the
    * memory workers' own forks (marked as workers) are not activity, else
@@ -133,7 +133,7 @@ const indexedActivity = (
   sessions: SessionIndex.SessionIndex["Type"],
   projectDir: string,
   lock: string,
-  currentSessionId: string | undefined,
+  currentSessionId: () => string | undefined,
   config: Config
 ) =>
   Gate.throttle(
@@ -143,7 +143,7 @@ const indexedActivity = (
         const last = yield* FileLock.lastRun(lock).pipe(Effect.orElseSucceed(() => Option.none<Date>()))
         const since = Option.match(last, { onNone: () => 0, onSome: (d) => d.getTime() })
         const listed = yield* sessions.list({ projectDir })
-        const count = listed.filter((s) => s.sessionId !== currentSessionId && s.mtime.getTime() > since).length
+        const count = listed.filter((s) => s.sessionId !== currentSessionId() && s.mtime.getTime() > since).length
         return count >= config.minSessions
           ? Gate.pass(count)
           : Gate.stop(`${count} sessions modified since the last run, fewer than ${config.minSessions}`)
@@ -159,7 +159,8 @@ export const make = (options: Options): Effect.Effect<DreamGates> =>
   Effect.gen(function*() {
     const config: Config = { ...defaultConfig, ...options.config }
     const path = lockPath(options.memoryDir)
-    const current = options.currentSessionId === undefined ? undefined : `${options.currentSessionId}.jsonl`
+    const given = options.currentSessionId
+    const currentId = typeof given === "function" ? given : () => given
     const time = Gate.elapsed({ path, minimum: config.minInterval })
     const activity = options.sessions === undefined
       ? yield* Gate.activity({
@@ -167,9 +168,9 @@ export const make = (options: Options): Effect.Effect<DreamGates> =>
         since: path,
         atLeast: config.minSessions,
         scanEvery: config.scanEvery,
-        include: (name) => name.endsWith(".jsonl") && name !== current
+        include: (name) => name.endsWith(".jsonl") && name !== `${currentId()}.jsonl`
       })
-      : yield* indexedActivity(options.sessions, options.projectDir, path, options.currentSessionId, config)
+      : yield* indexedActivity(options.sessions, options.projectDir, path, currentId, config)
     const lock = lockGate(path, config)
     const evaluate = Gate.evaluate([time, activity, lock] as const).pipe(
       Effect.withSpan("DreamGates.evaluate", { attributes: { lock: path } })
