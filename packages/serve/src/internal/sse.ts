@@ -7,7 +7,8 @@
  * (`server.connected`, heartbeats, re-announced asks) carry the cursor the
  * client already holds. A client reads from the log at its own pace, so
  * nothing is buffered for it beyond a bounded follow buffer; one that falls
- * more than `maxLag` events behind is sent `server.resync` and disconnected.
+ * more than `maxLag` events behind the live end (replay excepted) is sent
+ * `server.resync` and disconnected.
  */
 import type { Canonical } from "@skein/protocol"
 import { Canonical as C } from "@skein/protocol"
@@ -56,7 +57,8 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
   const live = events.follow(from).pipe(
     Stream.orDie,
     Stream.mapEffect((record) =>
-      Effect.map(events.nextSeq, (newest) => ({ record, behind: newest - 1 - record.seq }))
+      // Replay reads the disk at the client's pace; only a live client can fall behind.
+      record.seq < next ? Effect.succeed({ record, behind: 0 }) : Effect.map(events.nextSeq, (newest) => ({ record, behind: newest - 1 - record.seq }))
     ),
     Stream.takeUntil(({ behind }) => behind > options.maxLag),
     Stream.map(({ behind, record }) => {
