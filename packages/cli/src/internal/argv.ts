@@ -56,9 +56,10 @@ const nameOf = (arg: string) => arg.split("=")[0] ?? arg
 const isHelp = (arg: string) => arg === "--help" || arg === "-h"
 
 /** Checks every option of the chosen command is one of its own. */
-const check = (spec: Spec, path: ReadonlyArray<string>, rest: ReadonlyArray<string>): Either.Either<void, string> => {
-  const own = optionsOf(spec)
-  const everywhere = new Set(allSpecs(spec).flatMap(optionsOf).map((o) => o.name))
+const check = (root: Spec, spec: Spec, path: ReadonlyArray<string>, rest: ReadonlyArray<string>): Either.Either<void, string> => {
+  const everywhere = allSpecs(root).flatMap(optionsOf)
+  // A command that still needs a subcommand may be given its subcommands' options.
+  const own = spec.children.length > 0 ? everywhere : optionsOf(spec)
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i]!
     if (arg === "--") break
@@ -67,7 +68,7 @@ const check = (spec: Spec, path: ReadonlyArray<string>, rest: ReadonlyArray<stri
     if (known === undefined) {
       const where = `'${path.join(" ")}'`
       return Either.left(
-        everywhere.has(nameOf(arg))
+        everywhere.some((o) => o.name === nameOf(arg))
           ? `option ${nameOf(arg)} does not apply to ${where} (see ${path.join(" ")} --help)`
           : `unknown option ${nameOf(arg)} for ${where} (see ${path.join(" ")} --help)`
       )
@@ -112,8 +113,8 @@ export const normalize = (root: Spec, args: ReadonlyArray<string>): Either.Eithe
   if (node.children.length > 0) {
     // A command with subcommands does nothing by itself: show its help.
     if (path.length === 1 && rest.length === 0) return Either.right(["--help"])
-    return Either.flatMap(check(node, path, rest), () =>
+    return Either.flatMap(check(root, node, path, rest), () =>
       Either.left(`'${path.join(" ")}' needs a command: ${node.children.map((c) => c.name).join(", ")} (see ${path.join(" ")} --help)`))
   }
-  return Either.map(check(node, path, rest), () => [...path.slice(1), ...rest])
+  return Either.map(check(root, node, path, rest), () => [...path.slice(1), ...rest])
 }
