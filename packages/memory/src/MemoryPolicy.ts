@@ -15,6 +15,7 @@
  */
 import { Permissions } from "@skein/session"
 import { Effect } from "effect"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 
 /**
@@ -54,8 +55,39 @@ export const shellDenial = (command: string): string | undefined => {
  * @since 0.0.0
  */
 export const isInside = (file: string, dir: string, cwd: string = dir): boolean => {
-  const relative = Path.relative(Path.resolve(dir), Path.resolve(cwd, file))
+  const relative = Path.relative(realPath(Path.resolve(dir)), realPath(Path.resolve(cwd, file)))
   return relative !== "" && !relative.startsWith("..") && !Path.isAbsolute(relative)
+}
+
+/**
+ * `path` with every symlink of its existing part resolved, so that a link
+ * inside the memory folder cannot carry a write outside it. The part that does
+ * not exist yet (a file about to be created) is kept as written.
+ */
+const realPath = (path: string, depth = 0): string => {
+  const rest: Array<string> = []
+  let current = path
+  while (true) {
+    try {
+      return Path.join(Fs.realpathSync(current), ...rest.reverse())
+    } catch {
+      // A dangling link still decides where a write lands: follow it by hand.
+      const link = danglingLink(current)
+      if (link !== undefined && depth < 40) return realPath(Path.join(link, ...rest.reverse()), depth + 1)
+      const parent = Path.dirname(current)
+      if (parent === current) return path
+      rest.push(Path.basename(current))
+      current = parent
+    }
+  }
+}
+
+const danglingLink = (path: string): string | undefined => {
+  try {
+    return Fs.lstatSync(path).isSymbolicLink() ? Path.resolve(Path.dirname(path), Fs.readlinkSync(path)) : undefined
+  } catch {
+    return undefined
+  }
 }
 
 const filePathOf = (input: { readonly [key: string]: unknown }): string | undefined => {
@@ -89,7 +121,7 @@ export const decide = (
     const file = filePathOf(request.input)
     if (file === undefined) return Permissions.deny(`${tool} needs a file path`)
     const allowed = options.writableFile !== undefined
-      ? Path.resolve(options.writableDir, file) === Path.resolve(options.writableFile)
+      ? realPath(Path.resolve(options.writableDir, file)) === realPath(Path.resolve(options.writableFile))
       : isInside(file, options.writableDir)
     return allowed
       ? Permissions.allow()

@@ -1,5 +1,8 @@
 import { expect, it } from "@effect/vitest"
 import { MemoryPolicy } from "@skein/memory"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 
 const dir = "/c/projects/-p/memory"
 const dream = (toolName: string, input: Record<string, unknown>) =>
@@ -49,4 +52,23 @@ it("session memory may read and change its one summary.md and nothing else", () 
   expect(decide("Bash", { command: "ls" })).toMatchObject({ behavior: "deny", message: "Bash is not available to this worker" })
   expect(decide("Read", { file_path: summary })).toEqual({ behavior: "allow" })
   expect(decide("Read", { file_path: "/c/projects/-p/s1.jsonl" })).toMatchObject({ behavior: "deny" })
+})
+
+it("a symlink inside the memory folder does not carry a write outside it", () => {
+  const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-memory-policy-"))
+  try {
+    const memory = Path.join(root, "memory")
+    const project = Path.join(root, "project")
+    Fs.mkdirSync(memory)
+    Fs.mkdirSync(project)
+    Fs.symlinkSync(project, Path.join(memory, "escape"))
+    Fs.symlinkSync(Path.join(project, "main.ts"), Path.join(memory, "alias.md"))
+    const decide = (file: string) =>
+      MemoryPolicy.decide({ toolName: "Write", input: { file_path: file, content: "x" } }, { writableDir: memory, read: true })
+    expect(decide(Path.join(memory, "escape", "main.ts"))).toMatchObject({ behavior: "deny" })
+    expect(decide(Path.join(memory, "alias.md"))).toMatchObject({ behavior: "deny" })
+    expect(decide(Path.join(memory, "new-fact.md"))).toEqual({ behavior: "allow" })
+  } finally {
+    Fs.rmSync(root, { recursive: true, force: true })
+  }
 })
