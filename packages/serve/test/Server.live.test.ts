@@ -134,4 +134,33 @@ describe("skein serve with the real CLI, driven by @opencode-ai/sdk", () => {
       expect(result.aborts).toEqual([true, true])
       expect(result.seen.filter((e) => e.type === "session.idle")).toHaveLength(1)
     }))
+
+  it.scopedLive("an ask no client answers is re-announced to a late subscriber, then denied with the reason; the turn goes on", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.toolUse("Bash", { command: "touch never.txt" }), FakeModel.text("Went on.")]
+      })
+      const server = yield* Harness.start(model, { permissionTimeout: "3 seconds" })
+      const client = createV2({ baseUrl: server.url, headers: server.headers, directory: server.dirs.cwd })
+      const result = yield* Effect.promise(async () => {
+        const session = (await client.session.create({})).data!
+        await client.session.promptAsync({ sessionID: session.id, parts: [{ type: "text", text: "Try the tool" }] })
+        let pending = (await client.permission.list()).data!
+        while (pending.length === 0) {
+          await new Promise((r) => setTimeout(r, 100))
+          pending = (await client.permission.list()).data!
+        }
+        // Connects only now: the ask reaches it anyway.
+        const { stream } = await client.event.subscribe()
+        const seen = await collectUntil(stream, (e) => e.type === "session.idle")
+        return { pending, seen }
+      })
+      const asked = result.seen.find((e) => e.type === "permission.asked")
+      expect(asked?.properties["id"]).toBe(result.pending[0]!.id)
+      const replied = result.seen.find((e) => e.type === "permission.replied")
+      expect(replied?.properties["reply"]).toBe("reject")
+      expect(Fs.existsSync(Path.join(server.dirs.cwd, "never.txt"))).toBe(false)
+      const followUp = yield* model.awaitRequest(1, FakeModel.isConversation)
+      expect(JSON.stringify(followUp.body)).toContain("no client answered within 3s: denied by the server")
+    }))
 })
