@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createOpencodeClient as createV1 } from "@opencode-ai/sdk"
 import { createOpencodeClient as createV2 } from "@opencode-ai/sdk/v2"
-import { FakeModel } from "@skein/testkit"
-import { Effect } from "effect"
+import { ClaudeCli, FakeModel } from "@skein/testkit"
+import { Effect, Exit, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Harness from "./harness.js"
@@ -162,5 +162,34 @@ describe("skein serve with the real CLI, driven by @opencode-ai/sdk", () => {
       expect(Fs.existsSync(Path.join(server.dirs.cwd, "never.txt"))).toBe(false)
       const followUp = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(JSON.stringify(followUp.body)).toContain("no client answered within 3s: denied by the server")
+    }))
+
+  it.scopedLive("a session left by an earlier server is listed from its transcript, and prompting it resumes it", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("First answer."), FakeModel.text("Second answer.")] })
+      const dirs = yield* ClaudeCli.offlineDirs("skein-serve-resume-")
+      const first = yield* Scope.make()
+      const server = yield* Harness.start(model, { dirs }).pipe(Scope.extend(first))
+      const before = yield* Effect.promise(async () => {
+        const client = createV2({ baseUrl: server.url, headers: server.headers, directory: dirs.cwd })
+        const session = (await client.session.create({})).data!
+        await client.session.prompt({ sessionID: session.id, parts: [{ type: "text", text: "one" }] })
+        return session
+      })
+      yield* Scope.close(first, Exit.void)
+
+      const again = yield* Harness.start(model, { dirs })
+      const result = yield* Effect.promise(async () => {
+        const client = createV2({ baseUrl: again.url, headers: again.headers, directory: dirs.cwd })
+        const listed = (await client.session.list()).data!
+        const reply = (await client.session.prompt({ sessionID: before.id, parts: [{ type: "text", text: "two" }] })).data!
+        const messages = (await client.session.messages({ sessionID: before.id })).data!
+        return { listed, reply, messages }
+      })
+      expect(result.listed.map((s) => s.id)).toContain(before.id)
+      expect(result.reply.parts.flatMap((p) => (p.type === "text" ? [p.text] : []))).toEqual(["Second answer."])
+      expect(result.messages.map((m) => m.info.role)).toEqual(["user", "assistant", "user", "assistant"])
+      const second = yield* model.awaitRequest(1, FakeModel.isConversation)
+      expect(FakeModel.messagesText(second)).toContain("First answer.")
     }))
 })
