@@ -194,11 +194,8 @@ export const chat = Command.make("chat", sessionOptions, (config) =>
       Stream.runForEach(({ ask, line }) =>
         line.trim().length === 0
           ? ask
-          : turn(session, output, line).pipe(
-            Effect.flatMap(verdict),
-            Effect.catchIf((e) => e.code === 1 || e.code === interruptedCode, () => Effect.void),
-            Effect.zipRight(ask)
-          )
+          // A failed or interrupted turn is noted and the chat goes on; a session that ended ends it.
+          : Effect.zipRight(turn(session, output, line), ask)
       )
     )
     yield* finish(session, output)
