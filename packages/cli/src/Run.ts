@@ -121,7 +121,7 @@ const open = Effect.fn("Run.open")(function*(config: SessionConfig, output: Outp
 const outputFor = (config: SessionConfig) =>
   config.json
     ? Output.canonical({ cliSessionId: Option.getOrUndefined(config.resume), cwd: process.cwd() })
-    : Output.human({ color: process.stdout.isTTY === true })
+    : Output.human({ color: process.stdout.isTTY === true && process.env.NO_COLOR === undefined })
 
 // ---------------------------------------------------------------------------
 // Turns

@@ -195,6 +195,7 @@ const show = Command.make("show", { ...showOptions, session: Args.text({ name: "
           compacted: Option.isSome(view.boundary),
           metadata: view.metadata,
           usage: view.usage,
+          entries: view.entries.map((entry) => ({ uuid: entry.uuid, parentUuid: entry.parentUuid, type: entry.type })),
           messages: view.messages,
           unknownTypes: view.unknownTypes,
           diagnostics: view.diagnostics

@@ -39,17 +39,20 @@ describe("skein sessions", () => {
       const shown = yield* skein(["sessions", "show", id, "--json", "--root", root], { cwd })
       expect(shown.stdout).toContain("again")
 
-      const uuid = /^([0-9a-f]{8})\s+user\s+hi$/m.exec(full.stdout)
-      expect(uuid).not.toBeNull()
       const view: unknown = JSON.parse(shown.stdout)
-      const messages = typeof view === "object" && view !== null && "messages" in view && Array.isArray(view.messages) ? view.messages : []
-      const at = messages.map((m: unknown) => typeof m === "object" && m !== null && "uuid" in m ? String(m.uuid) : "")
-        .find((u: string) => u.startsWith(uuid![1]!))
-      if (at !== undefined) {
-        const branched = yield* skein(["sessions", "branch", id, "--at", at, "--root", root], { cwd })
-        expect(branched.code).toBe(0)
-        expect(branched.stdout.trim()).toMatch(/^[0-9a-f-]{36}$/)
-      }
+      const entries = typeof view === "object" && view !== null && "entries" in view && Array.isArray(view.entries) ? view.entries : []
+      // Branch at the first prompt: the new session holds "hi" and not "again".
+      const at = entries.flatMap((e: unknown) =>
+        typeof e === "object" && e !== null && "uuid" in e && "type" in e && e.type === "user" ? [String(e.uuid)] : []
+      )[0]
+      expect(at).toBeDefined()
+      const branched = yield* skein(["sessions", "branch", id, "--at", at!, "--root", root], { cwd })
+      expect(branched.stderr).toBe("")
+      expect(branched.code).toBe(0)
+      expect(branched.stdout.trim()).toMatch(/^[0-9a-f-]{36}$/)
+      const child = yield* skein(["sessions", "show", branched.stdout.trim(), "--root", root], { cwd })
+      expect(child.stdout).toMatch(/user\s+hi$/m)
+      expect(child.stdout).not.toContain("again")
 
       const removed = yield* skein(["sessions", "rm", id, "--root", root], { cwd })
       expect(removed.code).toBe(0)

@@ -1,0 +1,49 @@
+import { Options } from "@effect/cli"
+import { describe, expect, it } from "@effect/vitest"
+import { Either } from "effect"
+import * as Argv from "../src/internal/argv.js"
+import { spec } from "../src/Skein.js"
+
+const normalize = (args: ReadonlyArray<string>) => Argv.normalize(spec, args)
+
+describe("Argv.normalize", () => {
+  it("moves options typed before the subcommand after it, with their values", () => {
+    expect(normalize(["--root", "sessions", "sessions", "list", "--json"])).toEqual(
+      Either.right(["sessions", "list", "--root", "sessions", "--json"])
+    )
+    expect(normalize(["--fake-model", "run", "hi"])).toEqual(Either.right(["run", "--fake-model", "hi"]))
+  })
+
+  it("keeps what follows -- as arguments", () => {
+    expect(normalize(["run", "--", "--not-an-option"])).toEqual(Either.right(["run", "--", "--not-an-option"]))
+  })
+
+  it("lets help through anywhere, and shows it for a bare skein", () => {
+    expect(normalize(["--help", "sessions", "show"])).toEqual(Either.right(["sessions", "show", "--help"]))
+    expect(normalize([])).toEqual(Either.right(["--help"]))
+  })
+
+  it("accepts --name=value", () => {
+    expect(normalize(["--root=/tmp", "sessions", "list"])).toEqual(Either.right(["sessions", "list", "--root=/tmp"]))
+  })
+
+  it("reads a value-taking option's value even when it looks like a command", () => {
+    const tree: Argv.Spec = {
+      name: "x",
+      options: Options.getUsage(Options.none),
+      children: [{ name: "a", options: Options.getUsage(Options.text("name")), children: [] }]
+    }
+    expect(Argv.normalize(tree, ["--name", "a", "a"])).toEqual(Either.right(["a", "--name", "a"]))
+  })
+
+  it("explains unknown options, misplaced options, unknown and missing commands in one line", () => {
+    expect(normalize(["run", "--nope", "hi"])).toEqual(Either.left("unknown option --nope for 'skein run' (see skein run --help)"))
+    expect(normalize(["sessions", "rm", "--json", "x"])).toEqual(
+      Either.left("option --json does not apply to 'skein sessions rm' (see skein sessions rm --help)")
+    )
+    expect(normalize(["serve"])).toEqual(Either.left("unknown command 'serve' for 'skein' (expected run, chat, sessions)"))
+    expect(normalize(["sessions"])).toEqual(
+      Either.left("'skein sessions' needs a command: list, show, branch, rm (see skein sessions --help)")
+    )
+  })
+})
