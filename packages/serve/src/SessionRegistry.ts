@@ -114,6 +114,44 @@ const canonicalInfo = (info: SessionInfo): Canonical.SessionInfo => ({
 const textOf = (content: string | ReadonlyArray<Anthropic.ContentBlock>) =>
   typeof content === "string" ? content : content.flatMap((b) => ("text" in b && typeof b.text === "string" ? [b.text] : [])).join("\n")
 
+/** The messages of the turn that ends after `before` turns ended, or none within `settle`. */
+const untilEnded = (session: LiveSession.LiveSession, before: number, settle: Duration.DurationInput) =>
+  session.ended.changes.pipe(
+    Stream.filter((e) => e.count > before),
+    Stream.runHead,
+    Effect.map(Option.map((e) => e.messages)),
+    Effect.timeout(settle),
+    Effect.orElseSucceed(() => Option.none())
+  )
+
+const lastAssistant = <M extends { readonly info: { readonly role: string } }>(messages: ReadonlyArray<M>) =>
+  Option.fromNullable(messages.findLast((m) => m.info.role === "assistant"))
+
+/** Where translation starts: the history of a transcript being resumed, else nothing. */
+const initialState = (path: string, k: Known, resume: boolean, legacy: boolean) => {
+  const fresh = EventTranslator.initial({ cliSessionId: k.cliSessionId, cwd: k.directory, legacy })
+  return resume
+    ? History.fromTranscript(path, { cliSessionId: k.cliSessionId, cwd: k.directory }).pipe(
+      Effect.map((h) => ({ ...h.state, options: { ...h.state.options, legacy } })),
+      Effect.orElseSucceed(() => fresh)
+    )
+    : Effect.succeed(fresh)
+}
+
+/** A served session's CLI options: resumed from its transcript, or started under the id the server chose. */
+const sessionOptions = (options: Options, k: Known, resume: boolean): Session.SessionOptions => {
+  const base = options.session ?? {}
+  return {
+    ...base,
+    cwd: k.directory,
+    configDir: base.configDir ?? options.configDir,
+    includePartialMessages: base.includePartialMessages ?? true,
+    ...(resume
+      ? { resume: k.cliSessionId }
+      : { extraArgs: [...(base.extraArgs ?? []), "--session-id", k.cliSessionId] })
+  }
+}
+
 export const make = Effect.fn("SessionRegistry.make")(function*(options: Options) {
   const fs = yield* FileSystem.FileSystem
   const host = yield* ProcessHost.ProcessHost
@@ -163,31 +201,15 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       const k = yield* lookup(sessionID)
       const ready = yield* Deferred.make<LiveSession.LiveSession, SessionFailed>()
       lives.set(sessionID, ready)
-      const path = transcriptOf(k)
-      const resume = yield* Effect.orElseSucceed(fs.exists(path), () => false)
-      const legacy = options.legacy ?? true
-      const initial = resume
-        ? yield* History.fromTranscript(path, { cliSessionId: k.cliSessionId, cwd: k.directory }).pipe(
-          Effect.map((h) => ({ ...h.state, options: { ...h.state.options, legacy } })),
-          Effect.orElseSucceed(() => EventTranslator.initial({ cliSessionId: k.cliSessionId, cwd: k.directory, legacy }))
-        )
-        : EventTranslator.initial({ cliSessionId: k.cliSessionId, cwd: k.directory, legacy })
-      const base = options.session ?? {}
+      const resume = yield* Effect.orElseSucceed(fs.exists(transcriptOf(k)), () => false)
+      const initial = yield* initialState(transcriptOf(k), k, resume, options.legacy ?? true)
       const run = LiveSession.start({
         directory: k.directory,
         cliSessionId: k.cliSessionId,
         initial,
         events,
         broker,
-        session: {
-          ...base,
-          cwd: k.directory,
-          configDir: base.configDir ?? options.configDir,
-          includePartialMessages: base.includePartialMessages ?? true,
-          ...(resume
-            ? { resume: k.cliSessionId }
-            : { extraArgs: [...(base.extraArgs ?? []), "--session-id", k.cliSessionId] })
-        }
+        session: sessionOptions(options, k, resume)
       }).pipe(
         Effect.tap((session) => Deferred.succeed(ready, session)),
         Effect.flatMap((session) => session.session.exit),
@@ -212,15 +234,6 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       )
       return { session, turn, before }
     })
-
-  const untilEnded = (session: LiveSession.LiveSession, before: number) =>
-    session.ended.changes.pipe(
-      Stream.filter((e) => e.count > before),
-      Stream.runHead,
-      Effect.map(Option.map((e) => e.messages)),
-      Effect.timeout(settle),
-      Effect.orElseSucceed(() => Option.none())
-    )
 
   return SessionRegistry.of({
     create: Effect.fn("SessionRegistry.create")(function*(input) {
@@ -256,8 +269,8 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       Effect.gen(function*() {
         const { before, session, turn } = yield* send(sessionID, content)
         yield* turn.result.pipe(Effect.mapError((e) => new SessionFailed({ sessionID, reason: String(e) })))
-        const messages = yield* untilEnded(session, before)
-        const last = Option.flatMap(messages, (all) => Option.fromNullable(all.findLast((m) => m.info.role === "assistant")))
+        const messages = yield* untilEnded(session, before, settle)
+        const last = Option.flatMap(messages, lastAssistant)
         if (Option.isNone(last)) {
           return yield* new SessionFailed({ sessionID, reason: `the turn produced no assistant message (prompt: ${textOf(content).slice(0, 40)})` })
         }
