@@ -81,4 +81,25 @@ describe("skein chat", () => {
       expect(ran.stderr.match(/^done/gm)?.length).toBe(2)
       expect(processesIn(cwd)).toEqual([])
     }), 60_000)
+
+  it.scopedLive("Ctrl-C between turns quits: exit 130, no process left", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      let sent = false
+      const ran = yield* skein(["chat", "--fake-model"], {
+        cwd,
+        stdin: "hi\n",
+        keepStdin: true,
+        onStderr: (child, stderr) => {
+          if (!sent && stderr.includes("done")) {
+            sent = true
+            child.kill("SIGINT")
+          }
+        }
+      })
+      expect(sent).toBe(true)
+      expect(ran.code).toBe(130)
+      expect(ran.stdout).toContain(greeting)
+      expect(processesIn(cwd)).toEqual([])
+    }), 60_000)
 })

@@ -28,6 +28,9 @@ export interface Options {
   readonly stdin?: string | undefined
   /** Called with the child and its output so far, on each chunk of stdout. */
   readonly onStdout?: ((child: ChildProcess.ChildProcess, stdout: string) => void) | undefined
+  readonly onStderr?: ((child: ChildProcess.ChildProcess, stderr: string) => void) | undefined
+  /** Leave stdin open after writing `stdin`. */
+  readonly keepStdin?: boolean | undefined
 }
 
 /** Runs `skein ...args` to its exit. */
@@ -46,10 +49,11 @@ export const skein = (args: ReadonlyArray<string>, options: Options): Effect.Eff
     })
     child.stderr.setEncoding("utf8").on("data", (text: string) => {
       stderr += text
+      options.onStderr?.(child, stderr)
     })
     child.once("close", (code, signal) => resume(Effect.succeed({ code, signal, stdout, stderr })))
-    if (options.stdin === undefined) child.stdin.end()
-    else child.stdin.end(options.stdin)
+    if (options.stdin !== undefined) child.stdin.write(options.stdin)
+    if (options.keepStdin !== true) child.stdin.end()
     return Effect.sync(() => {
       child.kill("SIGKILL")
     })
