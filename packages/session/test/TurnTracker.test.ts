@@ -222,7 +222,7 @@ const genRun = fc.record({ stateEvents: fc.boolean(), steps: fc.array(genStep, {
 
 interface Observed {
   readonly outputs: ReadonlyArray<TurnTracker.Output>
-  /** One entry per input, with the CLI's busy flag before it and the outputs it caused. */
+  /** One entry per input, with the CLI's busy flag once the input is seen, and the outputs it caused. */
   readonly log: ReadonlyArray<{ readonly input: TurnTracker.Input; readonly busy: boolean; readonly out: ReadonlyArray<TurnTracker.Output> }>
   readonly sent: number
   readonly final: TurnTracker.State
@@ -238,7 +238,6 @@ const play = (run: typeof genRun extends fc.Arbitrary<infer A> ? A : never): Obs
   const log: Array<Observed["log"][number]> = []
   const outputs: Array<TurnTracker.Output> = []
   const feed = (input: TurnTracker.Input) => {
-    const before = busy
     if (input._tag === "Message" && input.message.type === "system" && input.message.subtype === "session_state_changed") {
       busy = input.message.state !== "idle"
     }
@@ -250,7 +249,7 @@ const play = (run: typeof genRun extends fc.Arbitrary<infer A> ? A : never): Obs
       if (o._tag === "ClearTimer") timers = timers.filter((t) => !(t.timer === o.timer && t.serial === o.serial))
     }
     outputs.push(...out)
-    log.push({ input, busy: before, out })
+    log.push({ input, busy, out })
   }
   for (const s of run.steps) {
     switch (s._tag) {
@@ -328,9 +327,8 @@ describe("TurnTracker properties", () => {
         for (const o of entry.out) {
           if (o._tag === "WriteUser") {
             written.push(o.turn)
-            // Busy means the CLI's last word was running/requires_action; an idle in the same step ended it.
-            const endedHere = entry.out.some((x) => x._tag === "TurnEnded")
-            if (!endedHere) expect(entry.busy && run.stateEvents).toBe(false)
+            // Busy: the CLI's last word, this input included, was running or requires_action.
+            expect(entry.busy && run.stateEvents).toBe(false)
             expect(live).toBe(0)
           }
           if (o._tag === "TurnStarted") live++
@@ -363,7 +361,8 @@ describe("TurnTracker properties", () => {
         for (const o of out) {
           if (o._tag === "TurnEnded") live = undefined
           if (o._tag === "TurnStarted") {
-            live = { serial: o.serial, started: o.origin === "cli" || busy || result }
+            // A host turn is written in the step that ended the one before: that step's input was not its own.
+            live = { serial: o.serial, started: o.origin === "cli" }
             startedTask = false
           }
         }

@@ -14,7 +14,8 @@
  *   follow-up the task's notification starts.
  * - Work the CLI starts while no turn is live is a turn of its own, `cli`.
  * - An interrupted turn ends at the CLI's next end of work, whatever tasks it
- *   left running, or after `interruptSettle` if that never comes.
+ *   left running, or after `interruptSettle` if that never comes (the next
+ *   host turn is still written only once the CLI is idle).
  */
 import type { CliMessage } from "@skein/protocol"
 
@@ -388,8 +389,8 @@ const onTimer = (state: State, timer: Timer, serial: number): Step => {
   const fired: ActiveTurn = { ...active, timers: active.timers.filter((t) => t !== timer) }
   switch (timer) {
     case "interrupt":
-      // The CLI never confirmed; it is taken to have dropped the work.
-      return end({ ...state, phase: "idle" }, fired, "interruptSettle")
+      // The turn resolves, but the CLI has not said it stopped: the next turn still waits for its idle.
+      return end(state, fired, "interruptSettle")
     case "background":
       return end(state, fired, "backgroundWait")
     case "followUp":
