@@ -315,7 +315,7 @@ describe("TurnTracker properties", () => {
       expect(final.active).toBeUndefined()
       expect([...ends.keys()].sort()).toEqual([...starts.keys()].sort())
       for (const [serial, at] of ends) expect(at).toBeGreaterThan(starts.get(serial)!)
-    }))
+    }), { numRuns: 2000 })
   })
 
   it("host turns are written once each, in order, never while the CLI is busy or another turn is live", () => {
@@ -336,7 +336,7 @@ describe("TurnTracker properties", () => {
         }
       }
       expect(written).toEqual(Array.from({ length: sent }, (_, i) => i + 1))
-    }))
+    }), { numRuns: 2000 })
   })
 
   it("tasks of earlier turns never block a turn: its idle ends it when it started no task", () => {
@@ -367,6 +367,6 @@ describe("TurnTracker properties", () => {
           }
         }
       }
-    }))
+    }), { numRuns: 2000 })
   })
 })
