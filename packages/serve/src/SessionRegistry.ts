@@ -27,9 +27,10 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as EventTranslator from "./EventTranslator.js"
 import * as History from "./History.js"
 import * as Ids from "./Ids.js"
+import { type Known, make as makeKnownSessions } from "./internal/knownSessions.js"
 import * as LiveSession from "./internal/liveSession.js"
 import { PermissionBroker } from "./PermissionBroker.js"
-import { type RegistryError, SessionFailed, SessionNotFound } from "./ServeError.js"
+import { type RegistryError, SessionFailed } from "./ServeError.js"
 import { ServerEvents } from "./ServerEvents.js"
 
 /** A session as opencode lists it. */
@@ -79,14 +80,6 @@ export interface Options {
   readonly legacy?: boolean | undefined
   /** How long a turn's end may take to reach the event log after the CLI reports it. Default 10 s. */
   readonly settle?: Duration.DurationInput | undefined
-}
-
-interface Known {
-  readonly cliSessionId: string
-  readonly directory: string
-  readonly title: string
-  readonly created: number
-  updated: number
 }
 
 const projectIdOf = (directory: string) => `prj_${Ids.hash(directory, 24)}`
@@ -159,39 +152,13 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
   const fibers = yield* FiberMap.make<string>()
-  const known = new Map<string, Known>()
+  const catalog = makeKnownSessions(index, options.configDir)
+  const lookup = catalog.lookup
   const lives = new Map<string, Deferred.Deferred<LiveSession.LiveSession, SessionFailed>>()
   const lock = yield* Effect.makeSemaphore(1)
   const settle = options.settle ?? Duration.seconds(10)
 
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)
-
-  const refresh = Effect.gen(function*() {
-    const listed = yield* Effect.orElseSucceed(index.list(), () => [])
-    for (const s of listed) {
-      const id = Ids.session(s.sessionId)
-      const existing = known.get(id)
-      if (existing !== undefined) {
-        existing.updated = Math.max(existing.updated, s.mtime.getTime())
-        continue
-      }
-      known.set(id, {
-        cliSessionId: s.sessionId,
-        directory: s.cwd ?? options.configDir,
-        title: s.title ?? s.firstPrompt ?? "untitled",
-        created: s.mtime.getTime(),
-        updated: s.mtime.getTime()
-      })
-    }
-  })
-
-  const lookup = (sessionID: string) =>
-    Effect.gen(function*() {
-      if (!known.has(sessionID)) yield* refresh
-      const k = known.get(sessionID)
-      if (k === undefined) return yield* new SessionNotFound({ sessionID })
-      return k
-    })
 
   /** The live session, started (or resumed from its transcript) when it is not running. */
   const live = (sessionID: string) =>
@@ -241,19 +208,14 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       const sessionID = Ids.session(cliSessionId)
       const now = Date.now()
       const k: Known = { cliSessionId, directory: input.directory, title: input.title ?? `New session - ${new Date(now).toISOString()}`, created: now, updated: now }
-      known.set(sessionID, k)
+      catalog.add(sessionID, k)
       const info = infoOf(sessionID, k)
       yield* Effect.orDie(events.publish(k.directory, [Canonical.event("session.created", { info: canonicalInfo(info) })]))
       return info
     }),
     list: (directory) =>
-      Effect.gen(function*() {
-        yield* refresh
-        return [...known.entries()]
-          .filter(([, k]) => directory === undefined || k.directory === directory)
-          .map(([id, k]) => infoOf(id, k))
-          .sort((a, b) => b.time.updated - a.time.updated)
-      }),
+      Effect.map(catalog.list(directory), (all) =>
+        all.map(([id, k]) => infoOf(id, k)).sort((a, b) => b.time.updated - a.time.updated)),
     get: (sessionID) => Effect.map(lookup(sessionID), (k) => infoOf(sessionID, k)),
     messages: (sessionID) =>
       Effect.gen(function*() {
