@@ -7,11 +7,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { FileLock, ProcessHost, TaskManager } from "@skein/kernel"
 import { Dream, DreamGates, MemoryFile, MemoryFolder } from "@skein/memory"
 import { Session, Worker } from "@skein/session"
-import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { TranscriptLayout } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Effect, Layer, Option, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Live from "./live.js"
 
 const marker = "skein memory consolidation (dream)."
 const dreamRequest: FakeModel.RequestMatch = (request) =>
@@ -28,19 +29,8 @@ const setup = (replies: ReadonlyArray<FakeModel.Reply>, config?: Partial<Dream.C
     const d = yield* ClaudeCli.offlineDirs("skein-dream-e2e-")
     const model = yield* FakeModel.make({ replies: [FakeModel.matching(FakeModel.text("Hi."), mainRequest), ...replies] })
     const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-    const stores = yield* Layer.build(
-      Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
-        Layer.provide(TranscriptLayout.layer(d.configDir)),
-        Layer.provide(NodeContext.layer)
-      )
-    )
-    const launch: Session.SessionOptions = {
-      cwd: d.cwd,
-      configDir: d.configDir,
-      env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-      bare: false,
-      stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
-    }
+    const stores = yield* Live.stores(d)
+    const launch = Live.launchOf(model, d)
     const parent = yield* Session.start(launch)
     yield* Effect.flatMap(parent.send("hello"), (t) => t.result)
     const dream = yield* Effect.gen(function*() {

@@ -9,11 +9,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost, TaskManager } from "@skein/kernel"
 import { Extraction, ExtractionCursor, MemoryEvents, MemoryFile, MemoryFolder } from "@skein/memory"
 import { Session, Worker } from "@skein/session"
-import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { TranscriptLayout } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Effect, Layer, Option, Queue, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Live from "./live.js"
 
 const marker = "skein memory extraction."
 
@@ -24,14 +25,6 @@ const extractionRequest: FakeModel.RequestMatch = (request) =>
 const mainRequest = (word: string): FakeModel.RequestMatch => (request) =>
   FakeModel.isConversation(request) && !FakeModel.messagesText(request).includes(marker) &&
   FakeModel.messagesText(request).includes(word)
-
-const launchOf = (model: FakeModel.FakeModel["Type"], d: ClaudeCli.OfflineDirs, bare: boolean): Session.SessionOptions => ({
-  cwd: d.cwd,
-  configDir: d.configDir,
-  env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-  bare,
-  stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
-})
 
 const systemText = (request: FakeModel.RecordedRequest): string =>
   Option.match(request.messagesRequest, {
@@ -62,16 +55,11 @@ describe("Extraction e2e with the real CLI", () => {
         ]
       })
       const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-      const stores = yield* Layer.build(
-        Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
-          Layer.provide(TranscriptLayout.layer(d.configDir)),
-          Layer.provide(NodeContext.layer)
-        )
-      )
+      const stores = yield* Live.stores(d)
       const events = yield* MemoryEvents.make
       const seen = yield* events.subscribe
       // Not --bare: the bare tool set has no Write.
-      const launch = launchOf(model, d, false)
+      const launch = Live.launchOf(model, d)
       const parent = yield* Session.start(launch)
       yield* Effect.flatMap(parent.send("Remember: we deploy on Tuesdays only."), (t) => t.result)
       const parentId = yield* parent.sessionId
@@ -111,7 +99,7 @@ describe("Extraction e2e with the real CLI", () => {
 
       // A new, plain session (no --bare) of the same project: the CLI loads MEMORY.md into its context.
       const before = (yield* model.requests).length
-      const fresh = yield* Session.start(launchOf(model, d, false))
+      const fresh = yield* Session.start(Live.launchOf(model, d))
       yield* Effect.flatMap(fresh.send("new-session-hello"), (t) => t.result)
       const first = (yield* model.requests).slice(before).find(mainRequest("new-session-hello"))
       expect(first).toBeDefined()
@@ -137,15 +125,10 @@ describe("Extraction e2e with the real CLI", () => {
         ]
       })
       const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-      const stores = yield* Layer.build(
-        Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
-          Layer.provide(TranscriptLayout.layer(d.configDir)),
-          Layer.provide(NodeContext.layer)
-        )
-      )
+      const stores = yield* Live.stores(d)
       const events = yield* MemoryEvents.make
       const seen = yield* events.subscribe
-      const launch = launchOf(model, d, false)
+      const launch = Live.launchOf(model, d)
       const parent = yield* Session.start(launch)
       const provide = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         effect.pipe(

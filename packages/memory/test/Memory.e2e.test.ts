@@ -6,10 +6,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost, TaskManager } from "@skein/kernel"
 import { Memory, MemoryEvents } from "@skein/memory"
 import { Session, Worker } from "@skein/session"
-import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Effect, Layer, Queue } from "effect"
 import * as Path from "node:path"
+import * as Live from "./live.js"
 
 const isExtraction: FakeModel.RequestMatch = (r) =>
   FakeModel.isConversation(r) && FakeModel.messagesText(r).includes("skein memory extraction.")
@@ -22,21 +22,10 @@ describe("Memory e2e with the real CLI", () => {
         replies: [FakeModel.matching(FakeModel.text("Nothing worth keeping."), isExtraction)]
       })
       const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-      const stores = yield* Layer.build(
-        Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
-          Layer.provide(TranscriptLayout.layer(d.configDir)),
-          Layer.provide(NodeContext.layer)
-        )
-      )
+      const stores = yield* Live.stores(d)
       const events = yield* MemoryEvents.make
       const seen = yield* events.subscribe
-      const launch: Session.SessionOptions = {
-        cwd: d.cwd,
-        configDir: d.configDir,
-        env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-        bare: false,
-        stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
-      }
+      const launch = Live.launchOf(model, d)
       const parent = yield* Session.start(launch)
       const memory = yield* Effect.gen(function*() {
         const workers = yield* Worker.pool(parent, { launch })

@@ -7,11 +7,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost, TaskManager } from "@skein/kernel"
 import { MemoryEvents, SessionMemory } from "@skein/memory"
 import { Session, Worker } from "@skein/session"
-import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { TranscriptLayout } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Effect, Layer, Queue } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Live from "./live.js"
 
 const usage = (tokens: number) => ({ inputTokens: tokens, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 })
 
@@ -38,21 +39,10 @@ describe("SessionMemory e2e with the real CLI", () => {
       const d = yield* ClaudeCli.offlineDirs("skein-session-memory-")
       const model = yield* FakeModel.make({ replies: [FakeModel.matching(FakeModel.text("Working on it."), isMain)] })
       const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-      const stores = yield* Layer.build(
-        Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
-          Layer.provide(TranscriptLayout.layer(d.configDir)),
-          Layer.provide(NodeContext.layer)
-        )
-      )
+      const stores = yield* Live.stores(d)
       const events = yield* MemoryEvents.make
       const seen = yield* events.subscribe
-      const launch: Session.SessionOptions = {
-        cwd: d.cwd,
-        configDir: d.configDir,
-        env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
-        bare: false,
-        stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
-      }
+      const launch = Live.launchOf(model, d)
       const parent = yield* Session.start(launch)
       yield* Effect.flatMap(parent.send("Rename the config loader to loadSettings."), (t) => t.result)
       const memory = yield* Effect.gen(function*() {
