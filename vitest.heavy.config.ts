@@ -1,0 +1,14 @@
+import { defineConfig } from "vitest/config"
+import { heavy } from "./vitest.config.js"
+
+/** The TUI (tmux) and browser (Chromium) suites: one file at a time, each owns the machine. */
+export default defineConfig({
+  test: {
+    include: heavy.map((glob) => glob.replace("**/", "packages/*/test/**/")),
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    maxWorkers: 1,
+    minWorkers: 1,
+    fileParallelism: false
+  }
+})
