@@ -1,1 +1,1 @@
-export {}
+export * as Tracing from "./Tracing.js"
