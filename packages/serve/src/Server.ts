@@ -21,7 +21,8 @@ import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Discovery from "./internal/discovery.js"
-import { authorized, directoryOf, error, sseHeaders } from "./internal/http.js"
+import * as Dashboard from "./Dashboard.js"
+import { authorizedRequest, directoryOf, error, sameOrigin, sseHeaders } from "./internal/http.js"
 import * as Sse from "./internal/sse.js"
 import { PermissionBroker } from "./PermissionBroker.js"
 import type { RegistryError } from "./ServeError.js"
@@ -117,7 +118,8 @@ export const router = (options: Options) =>
           broker,
           directory: dir,
           lastEventId,
-          canonicalOnly: request.headers["accept-event-version"] === "2",
+          // `?eventVersion=2`: the header, for EventSource, which cannot set one.
+          canonicalOnly: (request.headers["accept-event-version"] ?? url.searchParams.get("eventVersion")) === "2",
           heartbeat: options.heartbeat ?? Duration.seconds(10),
           maxLag: options.maxLag ?? 50_000
         })
@@ -201,6 +203,7 @@ export const router = (options: Options) =>
         })
       ),
       HttpRouter.get("/question", Effect.succeed(json([]))),
+      HttpRouter.concat(yield* Dashboard.router(options)),
       HttpRouter.catchTags({
         SessionNotFound: respondError,
         PermissionNotFound: respondError,
@@ -217,7 +220,7 @@ export const guard = (options: Options) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const origin = request.headers["origin"]
-      const allowed = origin === undefined || (options.origins ?? []).includes(origin)
+      const allowed = origin === undefined || sameOrigin(origin, request.headers["host"]) || (options.origins ?? []).includes(origin)
       if (!allowed) return error(403, "ForbiddenOrigin", `origin ${origin} is not allowed`)
       const cors = origin === undefined ? {} : {
         "access-control-allow-origin": origin,
@@ -227,7 +230,7 @@ export const guard = (options: Options) =>
         vary: "origin"
       }
       if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: cors })
-      if (!authorized(request.headers["authorization"], options.token)) {
+      if (!Dashboard.isPublic(request) && !authorizedRequest(request, options.token)) {
         return HttpServerResponse.unsafeJson(
           { name: "Unauthorized", data: { message: "a valid token is required (Authorization: Bearer <token>, or basic auth with it as the password)" } },
           { status: 401, headers: { ...cors, "www-authenticate": "Basic realm=\"skein\"" } }

@@ -13,7 +13,7 @@ import { DirectoryRejected } from "../ServeError.js"
 export const error = (status: number, name: string, message: string) =>
   HttpServerResponse.unsafeJson({ name, data: { message } }, { status })
 
-const sameSecret = (a: string, b: string) => {
+export const sameSecret = (a: string, b: string) => {
   const x = Buffer.from(a)
   const y = Buffer.from(b)
   return x.length === y.length && Crypto.timingSafeEqual(x, y)
@@ -32,6 +32,19 @@ export const authorized = (header: string | undefined, token: string): boolean =
   }
   return false
 }
+
+/** The dashboard's cookie: the token, HttpOnly and SameSite=Strict (EventSource cannot send a header). */
+export const tokenCookie = "skein_token"
+
+/** The Authorization header (bearer or basic), or the dashboard's cookie. */
+export const authorizedRequest = (request: HttpServerRequest.HttpServerRequest, token: string): boolean => {
+  const cookie = request.cookies[tokenCookie]
+  return authorized(request.headers["authorization"], token) || (cookie !== undefined && sameSecret(cookie, token))
+}
+
+/** An `Origin` that is the server's own (by `Host`): the dashboard's page calling back. */
+export const sameOrigin = (origin: string, host: string | undefined): boolean =>
+  host !== undefined && (origin === `http://${host}` || origin === `https://${host}`)
 
 /** The request's `directory` (query, else `x-opencode-directory`, else the first root), physical and inside a root. */
 export const directoryOf = (
