@@ -27,6 +27,8 @@ export interface StartOptions {
   readonly maxLag?: number | undefined
   readonly stateDir?: string | undefined
   readonly dirs?: ClaudeCli.OfflineDirs | undefined
+  /** A fixed port, to restart a server where its clients reconnect. Default 0 (a free one). */
+  readonly port?: number | undefined
 }
 
 export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: StartOptions = {}) =>
@@ -46,7 +48,7 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
         stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
       }
     }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port ?? 0, host: "127.0.0.1" })),
       Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
     )
     const context = yield* Layer.build(layer)
