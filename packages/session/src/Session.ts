@@ -30,19 +30,20 @@ import {
 } from "effect"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
-import * as Args from "./internal/args.js"
+import type * as Args from "./internal/args.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as ControlChannel from "./internal/controlChannel.js"
-import * as Executable from "./internal/executable.js"
+import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
 import * as TaskMirror from "./internal/taskMirror.js"
+import * as Trace from "./internal/trace.js"
 import * as Turns from "./internal/turns.js"
 import * as Watchdog from "./internal/watchdog.js"
 import { Permissions } from "./Permissions.js"
-import { CliExited, type RequestError, ResumeMismatch, SessionClosed, SessionSilent, SpawnFailed, type TurnError } from "./SessionError.js"
+import { CliExited, type RequestError, ResumeMismatch, SessionClosed, SessionSilent, type TurnError } from "./SessionError.js"
+import { SessionPool } from "./SessionPool.js"
 import * as SessionState from "./SessionState.js"
-import * as Tool from "./Tool.js"
 import { Toolkits } from "./Toolkit.js"
 import { decodeStructuredOutput, type SessionEvent, type Turn } from "./Turn.js"
 
@@ -96,20 +97,7 @@ export interface SessionOptions extends Args.FlagOptions {
 }
 
 /** The `initialize` request: hooks, the host's toolkits, and the options only it carries. */
-export const initializeRequest = (
-  options: Pick<SessionOptions, "systemPrompt" | "agents" | "outputSchema">,
-  requests: Pick<CliRequests.CliRequests, "hookConfig" | "sdkMcpServers">
-): Control.Initialize => {
-  const systemPrompt = options.systemPrompt
-  return {
-    subtype: "initialize",
-    ...(requests.hookConfig === undefined ? {} : { hooks: requests.hookConfig }),
-    ...(requests.sdkMcpServers === undefined ? {} : { sdkMcpServers: requests.sdkMcpServers }),
-    ...(systemPrompt === undefined ? {} : { systemPrompt: typeof systemPrompt === "string" ? [systemPrompt] : systemPrompt }),
-    ...(options.agents === undefined ? {} : { agents: options.agents }),
-    ...(options.outputSchema === undefined ? {} : { jsonSchema: Tool.jsonSchema(options.outputSchema) })
-  }
-}
+export const initializeRequest = Launch.initializeRequest
 
 /**
  * How an event is kept in the event log: a message or an unknown message as
@@ -180,30 +168,11 @@ const checkResume = (options: SessionOptions) =>
     return yield* new ResumeMismatch({ expected: resume, actual: null, reason: `no transcript for ${resume} under ${root}/projects` })
   })
 
-const spawnCli = (options: SessionOptions) =>
-  Effect.gen(function*() {
-    const host = yield* ProcessHost.ProcessHost
-    const command = options.executable ?? (yield* Executable.resolve)
-    // The CLI asks the host about every permission; with no handler, the host denies and says why.
-    const args = Args.build({ ...options, permissionPromptTool: options.permissionPromptTool ?? true })
-    return yield* host.spawn({
-      command,
-      args: [...(options.executableArgs ?? []), ...args],
-      cwd: options.cwd,
-      env: {
-        ...options.env,
-        CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: "1",
-        ...(options.configDir === undefined ? {} : { CLAUDE_CONFIG_DIR: options.configDir })
-      },
-      envMode: options.envMode,
-      stopTimeouts: options.stopTimeouts,
-      label: `claude ${options.resume ?? ""}`.trim()
-    }).pipe(Effect.mapError((e) => new SpawnFailed({ command: e.command, reason: e.reason })))
-  })
-
 /**
  * Starts the CLI and initializes the control protocol. Permission, hook and
- * elicitation requests go to the services in context, when provided.
+ * elicitation requests go to the services in context, when provided. With a
+ * `SessionPool` in context, a process it keeps warm for these options is
+ * taken instead of a new one.
  */
 export const start = Effect.fn("Session.start")(function*(options: SessionOptions) {
   const services: CliRequests.Services = {
@@ -212,13 +181,27 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     elicitation: yield* Effect.serviceOption(Elicitation),
     toolkits: yield* Effect.serviceOption(Toolkits)
   }
-  const taskManager = yield* Effect.serviceOption(TaskManager.TaskManager)
-  const scope = yield* Effect.scope
   yield* checkResume(options)
   if (Option.isSome(services.hooks) && services.hooks.value.registrations.length > 0 && options.bare === true) {
     yield* Effect.logWarning("Session: --bare skips hooks; the registered hooks will not be called")
   }
-  const child = yield* spawnCli(options)
+  const initialize = initializeRequest(options, CliRequests.initializeFields(services))
+  const pool = yield* Effect.serviceOption(SessionPool)
+  const warm = Option.isSome(pool) ? yield* pool.value.take(options, initialize) : Option.none()
+  const launched = Option.isSome(warm) ? warm.value : yield* Launch.cold(options)
+  return yield* runOn(launched, options, services, initialize)
+})
+
+/** The session over a launched CLI: every unit wired to its bus, in the current Scope. */
+const runOn = Effect.fnUntraced(function*(
+  launched: Launch.Launched,
+  options: SessionOptions,
+  services: CliRequests.Services,
+  initializePayload: Control.Initialize
+) {
+  const { child } = launched
+  const taskManager = yield* Effect.serviceOption(TaskManager.TaskManager)
+  const scope = yield* Effect.scope
   const root = Paths.configRoot(options)
 
   const state = yield* SubscriptionRef.make<SessionState.SessionState>({
@@ -236,6 +219,7 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   )
   const closed = new SessionClosed()
   const exitDrain = options.exitDrain ?? Duration.seconds(1)
+  const trace = yield* Trace.make({ cwd: options.cwd, pid: child.pid, resume: options.resume })
 
   const write = (message: HostMessage.HostMessage) => writeLock.withPermits(1)(child.write(HostMessage.encode(message)))
   /**
@@ -255,9 +239,10 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     closedError: whyClosed,
     ended: endedWith,
     defaultTimeout: options.requestTimeout,
-    scope
+    scope,
+    trace
   })
-  const requests = yield* CliRequests.make({ services, state, write })
+  const requests = yield* CliRequests.make({ services, state, write, trace })
   const turns = yield* Turns.make({
     tracker: {
       backgroundWaitMillis: options.backgroundWait === "forever" ? "forever" : millisOf(options.backgroundWait),
@@ -268,12 +253,14 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
     cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
     ended: endedWith,
     closed,
-    structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema)
+    structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
+    trace
   })
 
   const onInit = (message: CliMessage.Init) =>
     Effect.gen(function*() {
       yield* Deferred.succeed(sessionId, message.session_id)
+      yield* trace.onInit(message)
       const resumed = options.resume
       if (resumed !== undefined && options.forkSession !== true && !resumed.endsWith(".jsonl") && resumed !== message.session_id) {
         yield* Effect.logWarning(`Session: resumed ${resumed}, but the CLI reports ${message.session_id}`)
@@ -293,6 +280,9 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
       case "system":
         if (message.subtype === "init") return onInit(message)
         return Option.match(taskManager, { onNone: () => Effect.void, onSome: (tasks) => TaskMirror.mirror(tasks, message) })
+      case "assistant":
+      case "user":
+        return trace.onMessage(message)
       default:
         return Effect.void
     }
@@ -316,7 +306,16 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
       yield* requests.clear
     })
 
-  yield* Reader.run({ child, state, events, eventLog: options.eventLog, record: eventRecord, dispatch, drainGrace: exitDrain }).pipe(
+  yield* Reader.run({
+    child,
+    stdout: launched.stdout,
+    state,
+    events,
+    eventLog: options.eventLog,
+    record: eventRecord,
+    dispatch,
+    drainGrace: exitDrain
+  }).pipe(
     Effect.flatMap((status) => shutdown(new CliExited({ code: status.code, signal: status.signal, stderrTail: status.stderrTail }))),
     Effect.forkIn(scope)
   )
@@ -339,7 +338,11 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
 
   // Written before any user message, and the CLI reads stdin in order: the
   // first turn need not wait for the answer (that would cost a round trip).
-  const initialize = yield* control.submit(initializeRequest(options, requests)).pipe(Effect.flatMap(Effect.cached))
+  // A warm process has answered already.
+  const answer: Effect.Effect<Json.JsonObject | undefined, RequestError> = Option.isSome(launched.initialized)
+    ? launched.initialized.value
+    : yield* control.submit(initializePayload)
+  const initialize = yield* Effect.cached(answer)
 
   return make({ child, state, events, sessionId, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
 })

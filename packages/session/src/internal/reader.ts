@@ -7,7 +7,7 @@
  * drained for at most `drainGrace` and the reader returns how the CLI ended.
  */
 import type { ProcessHost } from "@skein/kernel"
-import { type Json, StreamJson } from "@skein/protocol"
+import type { Json } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
 import { Clock, type Duration, Effect, Fiber, PubSub, Stream, SubscriptionRef } from "effect"
 import * as SessionState from "../SessionState.js"
@@ -15,6 +15,8 @@ import type { SessionEvent } from "../Turn.js"
 
 export interface Options {
   readonly child: ProcessHost.ChildProcess
+  /** The child's stdout, decoded (see `launch`). */
+  readonly stdout: Stream.Stream<SessionEvent>
   readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
   readonly events: PubSub.PubSub<SessionEvent>
   readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
@@ -43,7 +45,7 @@ const onEvent = (options: Options) => (event: SessionEvent) =>
 /** Reads stdout until the CLI is gone; returns how it ended. */
 export const run = (options: Options): Effect.Effect<ProcessHost.ExitStatus> =>
   Effect.gen(function*() {
-    const reading = yield* StreamJson.decodeStdout(options.child.stdout).pipe(
+    const reading = yield* options.stdout.pipe(
       Stream.runForEach(onEvent(options)),
       Effect.fork
     )

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
+import { StreamJson } from "@skein/protocol"
 import { Effect, PubSub, Queue, SubscriptionRef } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -27,6 +28,7 @@ const readShell = (script: string) =>
     const dispatched: Array<string> = []
     const status = yield* Reader.run({
       child,
+      stdout: StreamJson.decodeStdout(child.stdout),
       state,
       events,
       record: eventRecord,

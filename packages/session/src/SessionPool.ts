@@ -1,0 +1,162 @@
+/**
+ * A warm pool: CLI processes started ahead of their sessions, so a session
+ * does not wait for the CLI to boot.
+ *
+ * For each option profile the pool keeps `size` processes on the bus with
+ * `initialize` answered, each waiting for its first user message.
+ * `Session.start`, with this service in context, takes one whose profile
+ * matches — the same process (cwd, model, flags, env, executable) and the
+ * same `initialize` (system prompt, agents, output schema, and the hooks and
+ * toolkits in the pool's context) — and the pool starts a replacement in the
+ * background. Other options start cold, as without a pool. Without the
+ * service there is no pool: it is off by default.
+ *
+ * A process taken belongs to its session's Scope from then on; the ones
+ * still held are stopped when the pool's Scope closes.
+ */
+import { ProcessHost } from "@skein/kernel"
+import type { Control } from "@skein/protocol"
+import {
+  Config,
+  Context,
+  Effect,
+  Exit,
+  FiberSet,
+  Layer,
+  Option,
+  Schedule,
+  Scope,
+  Subscribable,
+  SubscriptionRef
+} from "effect"
+import { Hooks } from "./Hooks.js"
+import * as CliRequests from "./internal/cliRequests.js"
+import * as Launch from "./internal/launch.js"
+import type { SessionOptions } from "./Session.js"
+import { Toolkits } from "./Toolkit.js"
+
+export interface Options {
+  /** The sessions to keep processes ready for. */
+  readonly profiles: ReadonlyArray<SessionOptions>
+  /** Warm processes per profile; 0 keeps none. */
+  readonly size: number
+}
+
+export class SessionPool extends Context.Tag("@skein/session/SessionPool")<SessionPool, {
+  /**
+   * A warm process launched with these options and this `initialize`, if the
+   * pool holds one; it then belongs to the current Scope, and a replacement
+   * starts. None when the pool keeps none for them, or has none ready.
+   */
+  readonly take: (
+    options: Launch.LaunchOptions,
+    initialize: Control.Initialize
+  ) => Effect.Effect<Option.Option<Launch.Launched>, never, Scope.Scope>
+  /** The pids of the processes held now, ready to be taken. */
+  readonly held: Subscribable.Subscribable<ReadonlyArray<number>>
+}>() {}
+
+interface Warm {
+  readonly key: string
+  readonly launched: Launch.Launched
+  /** Holds the process: the pool's until taken, then closed by the session's Scope. */
+  readonly scope: Scope.CloseableScope
+}
+
+/** After a failed warm start: back off, up to one attempt every 30 s. */
+const retryPolicy = Schedule.exponential("200 millis").pipe(Schedule.either(Schedule.spaced("30 seconds")))
+
+const closeAll = (warms: ReadonlyArray<Warm>) =>
+  Effect.forEach(warms, (warm) => Scope.close(warm.scope, Exit.void), { concurrency: "unbounded", discard: true })
+
+/** Removes and returns the first warm process of `key`. */
+const takeFirst = (key: string) => (warms: ReadonlyArray<Warm>): readonly [Option.Option<Warm>, ReadonlyArray<Warm>] => {
+  const index = warms.findIndex((warm) => warm.key === key)
+  return index < 0 ? [Option.none(), warms] : [Option.some(warms[index]!), warms.filter((_, i) => i !== index)]
+}
+
+export const make = (options: Options): Effect.Effect<SessionPool["Type"], never, Scope.Scope | ProcessHost.ProcessHost> =>
+  Effect.gen(function*() {
+    const host = yield* ProcessHost.ProcessHost
+    const fields = CliRequests.initializeFields({
+      hooks: yield* Effect.serviceOption(Hooks),
+      toolkits: yield* Effect.serviceOption(Toolkits)
+    })
+    const ready = yield* SubscriptionRef.make<ReadonlyArray<Warm>>([])
+    // Finalizers run last-in first: the fibers that start processes stop before the held ones are closed.
+    yield* Effect.addFinalizer(() => Effect.flatMap(SubscriptionRef.getAndSet(ready, []), closeAll))
+    const starting = yield* FiberSet.make()
+    /** One permit per process a profile may hold or be starting. */
+    const slots = new Map<string, Effect.Semaphore>()
+
+    /** Starts one process and adds it to `ready`; it is in `ready` or stopped, never lost. */
+    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize) =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const launched = yield* restore(Launch.warm(profile, initialize)).pipe(
+            Scope.extend(scope),
+            Effect.provideService(ProcessHost.ProcessHost, host),
+            Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
+          )
+          yield* SubscriptionRef.update(ready, (warms) => [...warms, { key, launched, scope }])
+        })
+      ).pipe(
+        Effect.tapError((error) => Effect.logWarning("SessionPool: a warm start failed; retrying", error)),
+        Effect.retry(retryPolicy)
+      )
+
+    for (const profile of options.size > 0 ? options.profiles : []) {
+      const initialize = Launch.initializeRequest(profile, fields)
+      const key = Launch.profileKey(profile, initialize)
+      if (slots.has(key)) continue
+      const permits = yield* Effect.makeSemaphore(options.size)
+      slots.set(key, permits)
+      // A permit comes back when a process is taken: that starts its replacement.
+      yield* FiberSet.run(
+        starting,
+        Effect.forever(Effect.zipRight(permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize))))
+      )
+    }
+
+    /** The first held process of `key` that still runs; dead ones are dropped (and replaced). */
+    const takeLive = (key: string, permits: Effect.Semaphore): Effect.Effect<Option.Option<Warm>> =>
+      Effect.flatMap(SubscriptionRef.modify(ready, takeFirst(key)), (found) => {
+        if (Option.isNone(found)) return Effect.succeedNone
+        const warm = found.value
+        return Effect.zipRight(
+          permits.release(1),
+          Effect.flatMap(warm.launched.child.isRunning, (running) =>
+            running ? Effect.succeed(found) : Effect.zipRight(Scope.close(warm.scope, Exit.void), takeLive(key, permits)))
+        )
+      })
+
+    const take: SessionPool["Type"]["take"] = (launch, initialize) =>
+      Effect.suspend(() => {
+        const key = Launch.profileKey(launch, initialize)
+        const permits = slots.get(key)
+        if (permits === undefined) return Effect.succeedNone
+        // Taken and handed to the caller's Scope in one step, so an interruption cannot lose it.
+        return Effect.uninterruptible(
+          Effect.flatMap(takeLive(key, permits), (found) =>
+            Option.match(found, {
+              onNone: () => Effect.succeedNone,
+              onSome: (warm) => Effect.as(Effect.addFinalizer((exit) => Scope.close(warm.scope, exit)), Option.some(warm.launched))
+            }))
+        )
+      }).pipe(Effect.withSpan("SessionPool.take"))
+
+    return SessionPool.of({
+      take,
+      held: Subscribable.map(ready, (warms) => warms.map((warm) => warm.launched.child.pid))
+    })
+  })
+
+export const layer = (options: Options): Layer.Layer<SessionPool, never, ProcessHost.ProcessHost> =>
+  Layer.scoped(SessionPool, make(options))
+
+/** The size from config: `SKEIN_SESSION_POOL_SIZE` by default, 0 (none held) when unset. */
+export const layerConfig = (
+  profiles: ReadonlyArray<SessionOptions>,
+  size: Config.Config<number> = Config.integer("SKEIN_SESSION_POOL_SIZE").pipe(Config.withDefault(0))
+) => Layer.scoped(SessionPool, Effect.flatMap(size, (size) => make({ profiles, size })))
