@@ -37,6 +37,7 @@ import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
 import * as TaskMirror from "./internal/taskMirror.js"
+import * as Trace from "./internal/trace.js"
 import * as Turns from "./internal/turns.js"
 import * as Watchdog from "./internal/watchdog.js"
 import { Permissions } from "./Permissions.js"
@@ -218,6 +219,7 @@ const runOn = Effect.fnUntraced(function*(
   )
   const closed = new SessionClosed()
   const exitDrain = options.exitDrain ?? Duration.seconds(1)
+  const trace = yield* Trace.make({ cwd: options.cwd, pid: child.pid, resume: options.resume })
 
   const write = (message: HostMessage.HostMessage) => writeLock.withPermits(1)(child.write(HostMessage.encode(message)))
   /**
@@ -237,9 +239,10 @@ const runOn = Effect.fnUntraced(function*(
     closedError: whyClosed,
     ended: endedWith,
     defaultTimeout: options.requestTimeout,
-    scope
+    scope,
+    trace
   })
-  const requests = yield* CliRequests.make({ services, state, write })
+  const requests = yield* CliRequests.make({ services, state, write, trace })
   const turns = yield* Turns.make({
     tracker: {
       backgroundWaitMillis: options.backgroundWait === "forever" ? "forever" : millisOf(options.backgroundWait),
@@ -250,12 +253,14 @@ const runOn = Effect.fnUntraced(function*(
     cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
     ended: endedWith,
     closed,
-    structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema)
+    structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
+    trace
   })
 
   const onInit = (message: CliMessage.Init) =>
     Effect.gen(function*() {
       yield* Deferred.succeed(sessionId, message.session_id)
+      yield* trace.onInit(message)
       const resumed = options.resume
       if (resumed !== undefined && options.forkSession !== true && !resumed.endsWith(".jsonl") && resumed !== message.session_id) {
         yield* Effect.logWarning(`Session: resumed ${resumed}, but the CLI reports ${message.session_id}`)
@@ -275,6 +280,9 @@ const runOn = Effect.fnUntraced(function*(
       case "system":
         if (message.subtype === "init") return onInit(message)
         return Option.match(taskManager, { onNone: () => Effect.void, onSome: (tasks) => TaskMirror.mirror(tasks, message) })
+      case "assistant":
+      case "user":
+        return trace.onMessage(message)
       default:
         return Effect.void
     }

@@ -14,6 +14,7 @@ import { defaultTimeout as defaultPermissionTimeout, deny, type PermissionDecisi
 import type * as SessionState from "../SessionState.js"
 import type { Toolkits } from "../Toolkit.js"
 import * as McpServer from "./mcpServer.js"
+import * as Trace from "./trace.js"
 
 /**
  * What the CLI is told when the host has no `Permissions` service: a denial
@@ -77,9 +78,11 @@ export const make = (options: {
   readonly services: Services
   readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
   readonly write: (message: HostMessage.HostMessage) => Effect.Effect<void, unknown>
+  /** Where each request's span goes; none without it. */
+  readonly trace?: Trace.SessionTrace | undefined
 }): Effect.Effect<CliRequests, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { services, state, write } = options
+    const { services, state, trace, write } = options
     const fibers = yield* FiberMap.make<string>()
     const hooks = hookRegistry(services.hooks)
     const servers = new Map(
@@ -133,6 +136,12 @@ export const make = (options: {
       SubscriptionRef.update(state, (s) => ({ ...s, pendingPermissions: [...s.pendingPermissions, pendingOf(requestId, request)] })).pipe(
         Effect.zipRight(decide(requestId, request)),
         // The CLI runs the tool with `updatedInput`; an allow without one means "as asked".
+        Effect.tap((decision) =>
+          trace === undefined ? Effect.void : Effect.zipRight(
+            trace.decided(request.tool_use_id, decision.behavior),
+            Effect.annotateCurrentSpan(Trace.Attr.permission, decision.behavior)
+          )
+        ),
         Effect.map((decision): Json.JsonObject =>
           decision.behavior === "allow" && decision.updatedInput === undefined
             ? { ...decision, updatedInput: request.input }
@@ -163,8 +172,22 @@ export const make = (options: {
     const refuse = (requestId: string, subtype: string) =>
       write(ControlMessages.error(requestId, unsupported(subtype))).pipe(Effect.ignore)
 
-    const run = (requestId: string, effect: Effect.Effect<Json.JsonObject>) =>
-      FiberMap.run(fibers, requestId, answer(requestId, effect)).pipe(Effect.asVoid)
+    /**
+     * The request's span, current while it is answered: a permission or hook
+     * request about a tool call goes under that call's span.
+     */
+    const traced = (requestId: string, request: Control.CliRequestPayload, effect: Effect.Effect<void>) =>
+      trace === undefined ? effect : Effect.gen(function*() {
+        const toolUseId = "tool_use_id" in request ? request.tool_use_id : undefined
+        const toolName = request.subtype === "can_use_tool" ? request.tool_name : undefined
+        const tool = toolUseId === undefined ? undefined : yield* trace.tool(toolUseId, toolName)
+        const span = yield* trace.request("cli_to_host", { subtype: request.subtype, requestId }, tool)
+        if (toolName !== undefined) span.attribute(Trace.Attr.toolName, toolName)
+        return yield* effect.pipe(Effect.withParentSpan(span), Effect.onExit((exit) => Trace.end(span, exit)))
+      })
+
+    const run = (requestId: string, request: Control.CliRequestPayload, effect: Effect.Effect<Json.JsonObject>) =>
+      FiberMap.run(fibers, requestId, traced(requestId, request, answer(requestId, effect))).pipe(Effect.asVoid)
 
     /** The CLI reads the JSON-RPC answer from `mcp_response`; a tool's run is this request's fiber. */
     const mcpMessage = (requestId: string, request: Control.McpMessage) => {
@@ -172,17 +195,17 @@ export const make = (options: {
       if (server === undefined) {
         return refuse(requestId, servers.size === 0 ? "mcp_message" : `mcp_message for server ${request.server_name}`)
       }
-      return run(requestId, Effect.map(server.handle(request.message), (response): Json.JsonObject => ({ mcp_response: response })))
+      return run(requestId, request, Effect.map(server.handle(request.message), (response): Json.JsonObject => ({ mcp_response: response })))
     }
 
     const onRequest = ({ request, request_id: requestId }: Control.CliRequest): Effect.Effect<void> => {
       switch (request.subtype) {
         case "can_use_tool":
-          return run(requestId, canUseTool(requestId, request))
+          return run(requestId, request, canUseTool(requestId, request))
         case "hook_callback":
-          return run(requestId, hookCallback(request))
+          return run(requestId, request, hookCallback(request))
         case "elicitation":
-          return run(requestId, elicit(request))
+          return run(requestId, request, elicit(request))
         case "mcp_message":
           return mcpMessage(requestId, request)
         case "request_user_dialog":

@@ -8,8 +8,9 @@
  */
 import type { ProcessHost } from "@skein/kernel"
 import { Control, type HostMessage, type Json } from "@skein/protocol"
-import { Deferred, Duration, Effect, Option, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, FiberId, Option, type Scope, type Tracer } from "effect"
 import { ControlError, ControlTimeout, type RequestError, type TurnError } from "../SessionError.js"
+import * as Trace from "./trace.js"
 
 export interface RequestOptions {
   readonly timeout?: Duration.DurationInput | undefined
@@ -45,12 +46,24 @@ export interface Options {
   readonly defaultTimeout?: Duration.DurationInput | undefined
   /** Where withdrawals are written, so that an interrupted caller does not wait for the write. */
   readonly scope: Scope.Scope
+  /** Where each request's span goes; none without it. */
+  readonly trace?: Trace.SessionTrace | undefined
 }
 
 interface Entry {
   readonly subtype: string
   readonly deferred: Deferred.Deferred<Json.JsonObject | undefined, RequestError>
+  /** Open from the write to the answer (or the withdrawal). */
+  readonly span: Tracer.Span | undefined
 }
+
+/** Ends the entry's span with how the request went; later ends are no-ops. */
+const endSpan = (entry: Entry, exit: Exit.Exit<unknown, unknown>) =>
+  entry.span === undefined ? Effect.void : Trace.end(entry.span, exit)
+
+/** Answers the waiter and ends the span with the same outcome. */
+const complete = (entry: Entry, exit: Exit.Exit<Json.JsonObject | undefined, RequestError>) =>
+  Effect.zipRight(endSpan(entry, exit), Deferred.done(entry.deferred, exit))
 
 let counter = 0
 const nextRequestId = () => `req_${++counter}_${Math.random().toString(36).slice(2, 10)}`
@@ -61,8 +74,13 @@ export const make = (options: Options): ControlChannel => {
   /** Drops the entry and tells the CLI; the write runs on its own so the caller is not held. */
   const withdraw = (requestId: string) =>
     Effect.suspend(() => {
-      if (!entries.delete(requestId)) return Effect.void
-      return options.write(Control.cancel(requestId)).pipe(Effect.ignore, Effect.forkIn(options.scope), Effect.asVoid)
+      const entry = entries.get(requestId)
+      if (entry === undefined) return Effect.void
+      entries.delete(requestId)
+      return endSpan(entry, Exit.interrupt(FiberId.none)).pipe(
+        Effect.zipRight(options.write(Control.cancel(requestId)).pipe(Effect.ignore, Effect.forkIn(options.scope))),
+        Effect.asVoid
+      )
     })
 
   const awaitAnswer = (requestId: string, entry: Entry, timeout: Duration.DurationInput | undefined) => {
@@ -78,7 +96,7 @@ export const make = (options: Options): ControlChannel => {
             timeoutMillis: Duration.toMillis(Duration.decode(timeout))
           })
       }),
-      Effect.tapErrorTag("ControlTimeout", () => withdraw(requestId))
+      Effect.tapErrorTag("ControlTimeout", (timedOut) => Effect.zipRight(endSpan(entry, Exit.fail(timedOut)), withdraw(requestId)))
     )
     return bounded.pipe(Effect.onInterrupt(() => withdraw(requestId)))
   }
@@ -88,18 +106,27 @@ export const make = (options: Options): ControlChannel => {
       const end = yield* options.ended
       if (Option.isSome(end)) return Effect.fail(end.value)
       const requestId = nextRequestId()
-      const entry: Entry = { subtype: payload.subtype, deferred: yield* Deferred.make<Json.JsonObject | undefined, RequestError>() }
+      const entry: Entry = {
+        subtype: payload.subtype,
+        deferred: yield* Deferred.make<Json.JsonObject | undefined, RequestError>(),
+        span: options.trace === undefined
+          ? undefined
+          : yield* options.trace.request("host_to_cli", { subtype: payload.subtype, requestId })
+      }
       entries.set(requestId, entry)
       // The session may have ended (and failed every entry) between the check and the set.
       const endedMeanwhile = yield* options.ended
       if (Option.isSome(endedMeanwhile)) {
         entries.delete(requestId)
+        yield* endSpan(entry, Exit.fail(endedMeanwhile.value))
         return Effect.fail(endedMeanwhile.value)
       }
       const written = yield* Effect.either(options.write(Control.request(requestId, payload)))
       if (written._tag === "Left") {
         entries.delete(requestId)
-        return Effect.flatMap(options.closedError, Effect.fail)
+        const error = yield* options.closedError
+        yield* endSpan(entry, Exit.fail(error))
+        return Effect.fail(error)
       }
       return awaitAnswer(requestId, entry, opts?.timeout ?? options.defaultTimeout)
     })
@@ -110,24 +137,25 @@ export const make = (options: Options): ControlChannel => {
       const entry = entries.get(requestId)
       if (entry === undefined) return Effect.void
       entries.delete(requestId)
-      return message.response.subtype === "success"
-        ? Deferred.succeed(entry.deferred, message.response.response)
-        : Deferred.fail(entry.deferred, new ControlError({ subtype: entry.subtype, requestId, error: message.response.error }))
+      return complete(
+        entry,
+        message.response.subtype === "success"
+          ? Exit.succeed(message.response.response)
+          : Exit.fail(new ControlError({ subtype: entry.subtype, requestId, error: message.response.error }))
+      )
     }).pipe(Effect.asVoid)
 
   const failAll = (error: TurnError) =>
     Effect.suspend(() => {
       const all = [...entries.values()]
       entries.clear()
-      return Effect.forEach(all, (entry) => Deferred.fail(entry.deferred, error), { discard: true })
+      return Effect.forEach(all, (entry) => complete(entry, Exit.fail(error)), { discard: true })
     })
 
   return {
     submit,
-    request: (payload, opts) =>
-      Effect.flatten(submit(payload, opts)).pipe(
-        Effect.withSpan("Session.request", { attributes: { subtype: payload.subtype } })
-      ),
+    // The request's span is the entry's (`trace.request`), in the session's trace.
+    request: (payload, opts) => Effect.flatten(submit(payload, opts)),
     onResponse,
     failAll,
     pending: Effect.sync(() => entries.size)

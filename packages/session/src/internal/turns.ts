@@ -16,10 +16,12 @@ import {
   PubSub,
   type Queue,
   Ref,
-  type Scope
+  type Scope,
+  type Tracer
 } from "effect"
 import type { SessionClosed, TurnError } from "../SessionError.js"
 import { type SessionEvent, summarize, type Turn, type TurnSummary } from "../Turn.js"
+import * as Trace from "./trace.js"
 import * as TurnTracker from "./turnTracker.js"
 
 export type Content = string | ReadonlyArray<Anthropic.ContentBlock>
@@ -52,6 +54,8 @@ export interface Options {
   readonly closed: SessionClosed
   /** With an `outputSchema`: decodes a turn's structured output from its results. */
   readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
+  /** Where each turn's span goes; none without it. */
+  readonly trace?: Trace.SessionTrace | undefined
 }
 
 interface TurnRecord {
@@ -61,6 +65,8 @@ interface TurnRecord {
   readonly events: Mailbox.Mailbox<SessionEvent, TurnError>
   readonly done: Deferred.Deferred<TurnSummary, TurnError>
   readonly costBefore: Ref.Ref<number>
+  /** For a host turn, the span that sent it. */
+  readonly links: ReadonlyArray<Tracer.SpanLink>
 }
 
 const publicTurn = (record: TurnRecord): Turn => ({
@@ -84,10 +90,18 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
     const records = new Map<number, TurnRecord>()
     let current: TurnRecord | undefined
     let sent = 0
+    /** Each started turn's span, until it ends. */
+    const spans = new Map<TurnRecord, Tracer.Span>()
+    const trace = options.trace
 
     const key = (origin: TurnTracker.Origin, turn: number) => origin === "host" ? turn : -turn
 
-    const newRecord = (index: number, origin: TurnTracker.Origin, content: Content | undefined) =>
+    const newRecord = (
+      index: number,
+      origin: TurnTracker.Origin,
+      content: Content | undefined,
+      links: ReadonlyArray<Tracer.SpanLink> = []
+    ) =>
       Effect.gen(function*() {
         return {
           index,
@@ -95,8 +109,18 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
           content,
           events: yield* Mailbox.make<SessionEvent, TurnError>(),
           done: yield* Deferred.make<TurnSummary, TurnError>(),
-          costBefore: yield* Ref.make(0)
+          costBefore: yield* Ref.make(0),
+          links
         } satisfies TurnRecord
+      })
+
+    /** Ends the record's span, if it has one, as `end` says. */
+    const endSpan = (record: TurnRecord, end: (trace: Trace.SessionTrace, span: Tracer.Span) => Effect.Effect<void>) =>
+      Effect.suspend(() => {
+        const span = spans.get(record)
+        if (trace === undefined || span === undefined) return Effect.void
+        spans.delete(record)
+        return end(trace, span)
       })
 
     const ended = (record: TurnRecord, output: Extract<TurnTracker.Output, { _tag: "TurnEnded" }>) =>
@@ -107,14 +131,16 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
           costBefore: yield* Ref.get(record.costBefore),
           interrupted: output.interrupted
         })
-        yield* record.events.end
-        yield* Deferred.succeed(record.done, {
+        const full: TurnSummary = {
           ...summary,
           origin: record.origin,
           endReason: output.reason,
           liveTasks: output.liveTasks,
           ...(options.structuredOutput === undefined ? {} : { structuredOutput: options.structuredOutput(output.results) })
-        })
+        }
+        yield* endSpan(record, (t, span) => t.turnEnded(span, full))
+        yield* record.events.end
+        yield* Deferred.succeed(record.done, full)
       })
 
     const apply = (output: TurnTracker.Output): Effect.Effect<void> =>
@@ -133,6 +159,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
             records.set(key(record.origin, record.index), record)
             yield* Ref.set(record.costBefore, yield* options.cost)
             current = record
+            if (trace !== undefined) spans.set(record, yield* trace.turnStarted(record, record.links))
             yield* PubSub.publish(announced, publicTurn(record))
             return
           }
@@ -179,7 +206,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
       lock.withPermits(1)(Effect.gen(function*() {
         const end = yield* options.ended
         if (Option.isSome(end)) return yield* Effect.fail(end.value)
-        const record = yield* newRecord(++sent, "host", content)
+        const record = yield* newRecord(++sent, "host", content, trace === undefined ? [] : yield* Trace.callerLinks)
         records.set(record.index, record)
         yield* stepLocked({ _tag: "Send", turn: record.index })
         return publicTurn(record)
@@ -193,6 +220,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         records.clear()
         current = undefined
         for (const record of open) {
+          yield* endSpan(record, (t, span) => t.turnFailed(span, error))
           yield* record.events.fail(error)
           yield* Deferred.fail(record.done, error)
         }

@@ -1,0 +1,180 @@
+/**
+ * Tracing: the span tree of one real-CLI turn (Claude Code against FakeModel)
+ * with two tool calls, one allowed and one denied, recorded by an in-memory
+ * exporter; nothing exported where the layer is not provided; and the OTLP
+ * layer posting to a collector.
+ */
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import { ProcessHost } from "@skein/kernel"
+import { Permissions, Session } from "@skein/session"
+import { ClaudeCli, FakeModel } from "@skein/testkit"
+import { Effect, Layer } from "effect"
+import * as Http from "node:http"
+import { Tracing } from "../src/index.js"
+
+const dirs = ClaudeCli.offlineDirs("skein-tracing-")
+
+const liveLayer = Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer)
+
+/** One session, one turn: the model runs `touch allowed.txt`, then `touch denied.txt`, then answers. */
+const oneTurn = Effect.gen(function*() {
+  const model = yield* FakeModel.make({
+    replies: [
+      FakeModel.toolUse("Bash", { command: "touch allowed.txt" }),
+      FakeModel.toolUse("Bash", { command: "touch denied.txt" }),
+      FakeModel.text("One of two.")
+    ]
+  })
+  const d = yield* dirs
+  return yield* Effect.scoped(Effect.gen(function*() {
+    const session = yield* Session.start({
+      cwd: d.cwd,
+      configDir: d.configDir,
+      env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
+      bare: true,
+      stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+    })
+    const summary = yield* Effect.flatMap(session.send("Make the files"), (turn) => turn.result)
+    return { summary, sessionId: yield* session.sessionId }
+  })).pipe(
+    Effect.provide(Permissions.layer((request) =>
+      Effect.succeed(
+        JSON.stringify(request.input).includes("allowed.txt") ? Permissions.allow() : Permissions.deny("not this one")
+      )
+    ))
+  )
+})
+
+const byName = (spans: ReadonlyArray<ReadableSpan>, name: string) => spans.filter((span) => span.name === name)
+const only = (spans: ReadonlyArray<ReadableSpan>, name: string): ReadableSpan => {
+  const found = byName(spans, name)
+  expect(found.map((span) => span.name)).toEqual([name])
+  return found[0]!
+}
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId
+const idOf = (span: ReadableSpan) => span.spanContext().spanId
+
+describe("Tracing", () => {
+  it.scopedLive("records session → turn → tool → permission request spans of a real CLI turn, with their attributes", () => {
+    const exporter = new InMemorySpanExporter()
+    return Effect.gen(function*() {
+      const { sessionId, summary } = yield* oneTurn
+      expect(summary.text).toBe("One of two.")
+      // The exporter forgets everything at shutdown: read it while the layer is up.
+      const spans = exporter.getFinishedSpans()
+
+      const session = only(spans, "Session")
+      expect(parentOf(session)).toBeUndefined()
+      expect(session.attributes).toMatchObject({
+        "skein.session.id": sessionId,
+        "skein.cli.version": "2.1.332",
+        "process.pid": expect.any(Number)
+      })
+      expect(session.attributes["skein.session.cwd"]).toEqual(expect.stringContaining("skein-tracing-"))
+      // The session is its own trace, linked to the call that started it.
+      const start = only(spans, "Session.start")
+      expect(session.links.map((link) => link.context.spanId)).toEqual([idOf(start)])
+      expect(session.resource.attributes["service.name"]).toBe("skein-test")
+
+      const inSession = spans.filter((span) => span.spanContext().traceId === session.spanContext().traceId)
+      expect(inSession.map((span) => span.name)).not.toContain("Session.start")
+
+      const turn = only(spans, "Session.turn")
+      expect(parentOf(turn)).toBe(idOf(session))
+      expect(turn.attributes).toMatchObject({
+        "skein.turn.index": 1,
+        "skein.turn.origin": "host",
+        "skein.turn.results": 1,
+        "skein.turn.interrupted": false,
+        "skein.turn.is_error": false,
+        "skein.turn.cost_usd": summary.costUsd,
+        "gen_ai.usage.input_tokens": summary.usage.inputTokens,
+        "gen_ai.usage.output_tokens": summary.usage.outputTokens
+      })
+      expect(summary.usage.outputTokens).toBeGreaterThan(0)
+      // Linked to the `send` that asked for it.
+      const send = only(spans, "Session.send")
+      expect(turn.links.map((link) => link.context.spanId)).toEqual([idOf(send)])
+
+      const tools = byName(spans, "Session.tool")
+      expect(tools.map((tool) => [parentOf(tool), tool.attributes])).toEqual([
+        [idOf(turn), {
+          "gen_ai.tool.call.id": "toolu_fake_0001_0",
+          "gen_ai.tool.name": "Bash",
+          "skein.tool.permission": "allow",
+          "skein.tool.is_error": false
+        }],
+        [idOf(turn), {
+          "gen_ai.tool.call.id": "toolu_fake_0002_0",
+          "gen_ai.tool.name": "Bash",
+          "skein.tool.permission": "deny",
+          "skein.tool.is_error": true
+        }]
+      ])
+      for (const tool of tools) expect(tool.endTime[0] + tool.endTime[1] / 1e9).toBeGreaterThan(tool.startTime[0] + tool.startTime[1] / 1e9)
+
+      const asks = byName(spans, "Session.cliRequest can_use_tool")
+      expect(asks.map((ask) => [parentOf(ask), ask.attributes["skein.tool.permission"], ask.attributes["skein.control.direction"]]))
+        .toEqual([[idOf(tools[0]!), "allow", "cli_to_host"], [idOf(tools[1]!), "deny", "cli_to_host"]])
+      expect(asks[0]!.attributes).toMatchObject({ "skein.control.subtype": "can_use_tool", "gen_ai.tool.name": "Bash" })
+
+      const initialize = only(spans, "Session.request initialize")
+      expect(parentOf(initialize)).toBe(idOf(session))
+      expect(initialize.attributes).toMatchObject({ "skein.control.subtype": "initialize", "skein.control.direction": "host_to_cli" })
+      expect(initialize.links.map((link) => link.context.spanId)).toEqual([idOf(start)])
+
+      // Every span of the session ended inside it.
+      for (const span of inSession) expect(span.ended).toBe(true)
+    }).pipe(
+      Effect.provide(Layer.mergeAll(liveLayer, Tracing.layer({ spanProcessors: new SimpleSpanProcessor(exporter), serviceName: "skein-test" })))
+    )
+  })
+
+  it.scopedLive("without the layer a session runs as usual and exports nothing, even with a tracer built elsewhere", () => {
+    const exporter = new InMemorySpanExporter()
+    return Effect.gen(function*() {
+      // Up, in a fiber of its own, but not provided to the session: spans must not reach it through any global.
+      yield* Layer.launch(Tracing.layer({ spanProcessors: new SimpleSpanProcessor(exporter) })).pipe(Effect.forkScoped)
+      yield* Effect.yieldNow()
+      const { summary } = yield* oneTurn
+      expect(summary.text).toBe("One of two.")
+      expect(exporter.getFinishedSpans()).toEqual([])
+    }).pipe(Effect.provide(liveLayer))
+  })
+
+  it.scopedLive("layerOtlp posts the spans to an OTLP/HTTP collector at /v1/traces when its scope closes", () =>
+    Effect.gen(function*() {
+      const received: Array<{ readonly path: string | undefined; readonly body: string }> = []
+      const server = yield* Effect.acquireRelease(
+        Effect.async<Http.Server>((resume) => {
+          const s = Http.createServer((req, res) => {
+            let body = ""
+            req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+            req.on("end", () => {
+              received.push({ path: req.url, body })
+              res.writeHead(200, { "content-type": "application/json" }).end("{}")
+            })
+          })
+          s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
+        }),
+        (s) => Effect.async<void>((resume) => void s.close(() => resume(Effect.void)))
+      )
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      yield* Effect.void.pipe(
+        Effect.withSpan("Session.turn", { attributes: { "skein.turn.index": 1 } }),
+        Effect.provide(Tracing.layerOtlp({ url: `http://127.0.0.1:${port}`, serviceName: "skein-otlp-test" }))
+      )
+      expect(received.map((r) => r.path)).toEqual(["/v1/traces"])
+      expect(received[0]!.body).toContain("skein-otlp-test")
+      expect(received[0]!.body).toContain("Session.turn")
+    }))
+
+  it("tracesEndpoint appends /v1/traces to a bare origin only", () => {
+    expect(Tracing.tracesEndpoint("http://localhost:4318")).toBe("http://localhost:4318/v1/traces")
+    expect(Tracing.tracesEndpoint("http://localhost:4318/")).toBe("http://localhost:4318/v1/traces")
+    expect(Tracing.tracesEndpoint("https://otel.example/custom/traces")).toBe("https://otel.example/custom/traces")
+  })
+})
