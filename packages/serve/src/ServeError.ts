@@ -22,6 +22,25 @@ export class PermissionNotFound extends Schema.TaggedError<PermissionNotFound>()
   }
 }
 
+/** The session has no message with this id (in its effective history). 404. */
+export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()("MessageNotFound", {
+  sessionID: Schema.String,
+  messageID: Schema.String
+}) {
+  override get message() {
+    return `message ${this.messageID} not found in session ${this.sessionID}`
+  }
+}
+
+/** No pending question has this id: answered, rejected, timed out, or unknown. 404. */
+export class QuestionNotFound extends Schema.TaggedError<QuestionNotFound>()("QuestionNotFound", {
+  requestID: Schema.String
+}) {
+  override get message() {
+    return `question ${this.requestID} is not pending (already answered, timed out, or unknown)`
+  }
+}
+
 /** The `directory` is outside the configured roots, or not a folder. 403. */
 export class DirectoryRejected extends Schema.TaggedError<DirectoryRejected>()("DirectoryRejected", {
   directory: Schema.String,
@@ -43,3 +62,6 @@ export class SessionFailed extends Schema.TaggedError<SessionFailed>()("SessionF
 }
 
 export type RegistryError = SessionNotFound | DirectoryRejected | SessionFailed
+
+/** Every failure a route can answer with. */
+export type ServeError = RegistryError | MessageNotFound | PermissionNotFound | QuestionNotFound

@@ -1,6 +1,11 @@
 /**
  * The opencode-compatible HTTP + SSE server over a `SessionRegistry`.
  *
+ * The JSON routes are `ServeApi` (an `HttpApi`: schemas for every body and
+ * answer, the OpenAPI document at `/doc`, Swagger UI at `/doc/ui` with its
+ * assets inlined, so nothing loads from a CDN); the SSE routes and the
+ * dashboard sit beside it on one `HttpLayerRouter`.
+ *
  * Security is on by default: it binds 127.0.0.1, every request needs the
  * token (bearer, or basic auth with the token as the password, as
  * opencode's clients send it), a browser `Origin` must be configured, and
@@ -8,27 +13,26 @@
  * input gets a 400 with the schema's message.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
+import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRespondable from "@effect/platform/HttpServerRespondable"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import type { Anthropic } from "@skein/protocol"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
-import * as Discovery from "./internal/discovery.js"
 import * as Dashboard from "./Dashboard.js"
+import * as DirectoryHandler from "./internal/handlers/directory.js"
+import * as DiscoveryHandlers from "./internal/handlers/discovery.js"
+import * as MessageHandlers from "./internal/handlers/messages.js"
+import * as PermissionHandlers from "./internal/handlers/permissions.js"
+import * as SessionHandlers from "./internal/handlers/sessions.js"
 import { authorizedRequest, directoryOf, error, sameOrigin, sseHeaders } from "./internal/http.js"
 import * as Sse from "./internal/sse.js"
 import { PermissionBroker } from "./PermissionBroker.js"
-import type { RegistryError } from "./ServeError.js"
-import { PermissionNotFound } from "./ServeError.js"
+import { ServeApi } from "./ServeApi.js"
 import { ServerEvents } from "./ServerEvents.js"
-import { SessionRegistry } from "./SessionRegistry.js"
 
 export interface Options {
   /** The bearer token (and basic-auth password) every request must carry. */
@@ -46,189 +50,96 @@ export interface Options {
   readonly maxLag?: number | undefined
 }
 
-const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String, synthetic: Schema.optional(Schema.Boolean) })
-const OtherPart = Schema.Struct({ type: Schema.String })
-const PromptBody = Schema.Struct({
-  messageID: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.Struct({ providerID: Schema.String, modelID: Schema.String })),
-  agent: Schema.optional(Schema.String),
-  noReply: Schema.optional(Schema.Boolean),
-  system: Schema.optional(Schema.String),
-  parts: Schema.Array(Schema.Union(TextPart, OtherPart))
-})
-const CreateBody = Schema.Struct({ title: Schema.optional(Schema.String), parentID: Schema.optional(Schema.String) })
-const ReplyBody = Schema.Struct({ reply: Schema.Literal("once", "always", "reject"), message: Schema.optional(Schema.String) })
-const LegacyReplyBody = Schema.Struct({ response: Schema.Literal("once", "always", "reject") })
-const SessionParams = Schema.Struct({ id: Schema.String })
-const PermissionParams = Schema.Struct({ id: Schema.String, permissionID: Schema.String })
-
-class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", { message: Schema.String }) {}
-
-const body = <A, I>(schema: Schema.Schema<A, I>) =>
-  HttpServerRequest.schemaBodyJson(schema).pipe(
-    Effect.mapError((e) =>
-      new BadRequest({ message: ParseResult.isParseError(e) ? ParseResult.TreeFormatter.formatErrorSync(e) : "the body is not JSON" })
-    )
-  )
-
-const params = <A, I extends Readonly<Record<string, string | undefined>>>(schema: Schema.Schema<A, I>) =>
-  HttpRouter.schemaPathParams(schema).pipe(Effect.mapError(() => new BadRequest({ message: "bad path parameters" })))
-
-const contentOf = (parts: ReadonlyArray<typeof PromptBody.Type["parts"][number]>): ReadonlyArray<Anthropic.ContentBlock> =>
-  parts.flatMap((p) => ("text" in p && p.type === "text" ? [{ type: "text" as const, text: p.text }] : []))
-
-const json = (value: unknown, status = 200) => HttpServerResponse.unsafeJson(value, { status })
-
-/** Every failure as opencode's `{name, data: {message}}` with its status. */
-const respondError = (e: RegistryError | BadRequest | PermissionNotFound) => {
-  switch (e._tag) {
-    case "SessionNotFound":
-      return Effect.succeed(error(404, "NotFoundError", e.message))
-    case "PermissionNotFound":
-      return Effect.succeed(error(404, "NotFoundError", e.message))
-    case "DirectoryRejected":
-      return Effect.succeed(error(403, "DirectoryRejected", e.message))
-    case "BadRequest":
-      return Effect.succeed(error(400, "BadRequest", e.message))
-    case "SessionFailed":
-      return Effect.succeed(error(500, "UnknownError", e.message))
-  }
-}
-
-export const router = (options: Options) =>
+/** `GET /event` (one directory) and `GET /global/event` (all, in `{directory, payload}` envelopes). */
+const eventsRoute = (options: Options, global: boolean) =>
   Effect.gen(function*() {
-    const registry = yield* SessionRegistry
-    const broker = yield* PermissionBroker
     const events = yield* ServerEvents
+    const broker = yield* PermissionBroker
     const fs = yield* FileSystem.FileSystem
-    const directory = Effect.flatMap(HttpServerRequest.HttpServerRequest, (r) => directoryOf(r, options.roots)).pipe(
-      Effect.provideService(FileSystem.FileSystem, fs)
-    )
-    const sessionId = Effect.map(params(SessionParams), (p) => p.id)
-
-    const events$ = (global: boolean) =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const dir = global ? undefined : yield* directory
-        const url = new URL(request.url, "http://localhost")
-        const last = request.headers["last-event-id"] ?? url.searchParams.get("lastEventId") ?? undefined
-        const lastEventId = last === undefined || !/^\d+$/.test(last) ? undefined : Number(last)
-        const stream = yield* Sse.stream({
-          events,
-          broker,
-          directory: dir,
-          lastEventId,
-          // `?eventVersion=2`: the header, for EventSource, which cannot set one.
-          canonicalOnly: (request.headers["accept-event-version"] ?? url.searchParams.get("eventVersion")) === "2",
-          heartbeat: options.heartbeat ?? Duration.seconds(10),
-          maxLag: options.maxLag ?? 50_000
-        })
-        return HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: sseHeaders })
+    return Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const dir = global ? undefined : yield* Effect.provideService(directoryOf(request, options.roots), FileSystem.FileSystem, fs)
+      const url = new URL(request.url, "http://localhost")
+      const last = request.headers["last-event-id"] ?? url.searchParams.get("lastEventId") ?? undefined
+      const lastEventId = last === undefined || !/^\d+$/.test(last) ? undefined : Number(last)
+      const stream = yield* Sse.stream({
+        events,
+        broker,
+        directory: dir,
+        lastEventId,
+        // `?eventVersion=2`: the header, for EventSource, which cannot set one.
+        canonicalOnly: (request.headers["accept-event-version"] ?? url.searchParams.get("eventVersion")) === "2",
+        heartbeat: options.heartbeat ?? Duration.seconds(10),
+        maxLag: options.maxLag ?? 50_000
       })
-
-    const prompt = Effect.gen(function*() {
-      const id = yield* sessionId
-      const input = yield* body(PromptBody)
-      return json(yield* registry.prompt(id, contentOf(input.parts), { messageID: input.messageID }))
-    })
-    const promptAsync = Effect.gen(function*() {
-      const id = yield* sessionId
-      const input = yield* body(PromptBody)
-      const messageID = yield* registry.promptAsync(id, contentOf(input.parts), { messageID: input.messageID })
-      return HttpServerResponse.empty({ status: 204, headers: { "x-skein-message-id": messageID } })
-    })
-    const reply = (id: string, resolution: { readonly reply: "once" | "always" | "reject"; readonly message?: string | undefined }) =>
-      Effect.as(broker.reply(id, resolution), json(true))
-
-    const staticJson = (value: (dir: string) => unknown) => Effect.map(directory, (dir) => json(value(dir)))
-
-    return HttpRouter.empty.pipe(
-      HttpRouter.get("/global/health", Effect.succeed(json({ healthy: true, version: "skein" }))),
-      HttpRouter.get("/event", events$(false)),
-      HttpRouter.get("/global/event", events$(true)),
-      // Discovery, at the clients' startup
-      HttpRouter.get("/config", staticJson(Discovery.config)),
-      HttpRouter.get("/config/providers", staticJson(() => ({ providers: [Discovery.provider], default: Discovery.defaults }))),
-      HttpRouter.get("/provider", staticJson(() => ({ all: [Discovery.provider], default: Discovery.defaults, connected: ["anthropic"] }))),
-      HttpRouter.get("/provider/auth", staticJson(() => ({}))),
-      HttpRouter.get("/agent", staticJson(() => Discovery.agents)),
-      HttpRouter.get("/command", staticJson(() => [])),
-      HttpRouter.get("/path", staticJson((dir) => Discovery.path(dir, options.stateDir, options.configDir))),
-      HttpRouter.get("/vcs", staticJson(() => ({}))),
-      HttpRouter.get("/lsp", staticJson(() => [])),
-      HttpRouter.get("/mcp", staticJson(() => ({}))),
-      HttpRouter.get("/formatter", staticJson(() => [])),
-      HttpRouter.get("/project/current", staticJson((dir) => Discovery.project("global", dir))),
-      HttpRouter.get("/experimental/capabilities", staticJson(() => ({ backgroundSubagents: false }))),
-      HttpRouter.get("/experimental/console", staticJson(() => ({ consoleManagedProviders: [], switchableOrgCount: 0 }))),
-      HttpRouter.get("/experimental/workspace", staticJson(() => [])),
-      HttpRouter.get("/experimental/workspace/status", staticJson(() => ({}))),
-      HttpRouter.get("/experimental/resource", staticJson(() => ({})))
-    ).pipe(
-      // Sessions
-      HttpRouter.get("/session", Effect.flatMap(directory, (dir) => Effect.map(registry.list(dir), json))),
-      HttpRouter.post(
-        "/session",
-        Effect.gen(function*() {
-          const dir = yield* directory
-          const input = yield* body(CreateBody).pipe(Effect.orElseSucceed(() => ({ title: undefined })))
-          return json(yield* registry.create({ directory: dir, title: input.title }))
-        })
-      ),
-      HttpRouter.get("/session/status", Effect.map(registry.status, json)),
-      HttpRouter.get("/session/:id", Effect.flatMap(sessionId, (id) => Effect.map(registry.get(id), json))),
-      HttpRouter.get("/session/:id/message", Effect.flatMap(sessionId, (id) => Effect.map(registry.messages(id), json))),
-      HttpRouter.get("/session/:id/todo", Effect.as(Effect.flatMap(sessionId, registry.get), json([]))),
-      HttpRouter.get("/session/:id/diff", Effect.as(Effect.flatMap(sessionId, registry.get), json([]))),
-      HttpRouter.get("/session/:id/children", Effect.as(Effect.flatMap(sessionId, registry.get), json([]))),
-      HttpRouter.post("/session/:id/message", prompt),
-      HttpRouter.post("/session/:id/prompt_async", promptAsync),
-      HttpRouter.post("/session/:id/abort", Effect.flatMap(sessionId, (id) => Effect.map(registry.abort(id), json)))
-    ).pipe(
-      // Permissions
-      HttpRouter.get("/permission", Effect.flatMap(directory, (dir) => Effect.map(broker.pending(dir), (all) => json(all.map((p) => p.request))))),
-      HttpRouter.post(
-        "/permission/:id/reply",
-        Effect.gen(function*() {
-          const { id } = yield* params(SessionParams)
-          return yield* reply(id, yield* body(ReplyBody))
-        })
-      ),
-      HttpRouter.post(
-        "/session/:id/permissions/:permissionID",
-        Effect.gen(function*() {
-          const { permissionID } = yield* params(PermissionParams)
-          const { response } = yield* body(LegacyReplyBody)
-          return yield* reply(permissionID, { reply: response })
-        })
-      ),
-      HttpRouter.get("/question", Effect.succeed(json([]))),
-      HttpRouter.concat(yield* Dashboard.router(options)),
-      HttpRouter.catchTags({
-        SessionNotFound: respondError,
-        PermissionNotFound: respondError,
-        DirectoryRejected: respondError,
-        BadRequest: respondError,
-        SessionFailed: respondError
-      })
-    )
+      return HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: sseHeaders })
+    }).pipe(Effect.catchTag("DirectoryRejected", (e) => Effect.succeed(error(403, "DirectoryRejected", e.message))))
   })
 
-/** Token and Origin, before any route; CORS only for configured origins. */
+const sseRoutes = (options: Options) =>
+  HttpLayerRouter.use((router) =>
+    Effect.gen(function*() {
+      yield* router.add("GET", "/event", yield* eventsRoute(options, false))
+      yield* router.add("GET", "/global/event", yield* eventsRoute(options, true))
+    })
+  )
+
+/** The dashboard's `HttpRouter` routes, mounted as they are. */
+const dashboardRoutes = (options: Options) =>
+  HttpLayerRouter.use((router) =>
+    Effect.gen(function*() {
+      const dashboard = yield* Dashboard.router(options)
+      for (const route of dashboard.routes) {
+        // HEAD falls back to GET on this router.
+        if (route.method === "HEAD") continue
+        yield* router.add(
+          route.method,
+          route.path,
+          route.handler.pipe(
+            Effect.flatMap(HttpServerRespondable.toResponse),
+            Effect.catchAll((e) => Effect.succeed(error(500, "UnknownError", String(e))))
+          )
+        )
+      }
+    })
+  )
+
+/** The API with its handlers and the directory guard; its OpenAPI document at `/doc`. */
+const apiRoutes = (options: Options) =>
+  HttpLayerRouter.addHttpApi(ServeApi, { openapiPath: "/doc" }).pipe(
+    Layer.provide([
+      DiscoveryHandlers.layer(options),
+      DiscoveryHandlers.locationsLayer,
+      SessionHandlers.layer,
+      MessageHandlers.layer,
+      PermissionHandlers.layer,
+      PermissionHandlers.questionsLayer
+    ]),
+    Layer.provide(DirectoryHandler.layer(options.roots))
+  )
+
+const corsHeaders = (origin: string) => ({
+  "access-control-allow-origin": origin,
+  "access-control-allow-credentials": "true",
+  "access-control-allow-headers": "authorization, content-type, last-event-id, accept-event-version, x-opencode-directory, x-opencode-workspace",
+  "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
+  "access-control-expose-headers": "x-skein-message-id",
+  vary: "origin"
+})
+
+/**
+ * Origin and token before any route (unknown routes included), CORS headers
+ * on the way out. A global router middleware, so its headers reach the
+ * response that is written.
+ */
 export const guard = (options: Options) =>
-  HttpMiddleware.make((app) =>
+  HttpLayerRouter.middleware((app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const origin = request.headers["origin"]
       const allowed = origin === undefined || sameOrigin(origin, request.headers["host"]) || (options.origins ?? []).includes(origin)
       if (!allowed) return error(403, "ForbiddenOrigin", `origin ${origin} is not allowed`)
-      const cors = origin === undefined ? {} : {
-        "access-control-allow-origin": origin,
-        "access-control-allow-credentials": "true",
-        "access-control-allow-headers": "authorization, content-type, last-event-id, accept-event-version, x-opencode-directory, x-opencode-workspace",
-        "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
-        vary: "origin"
-      }
+      const cors = origin === undefined ? {} : corsHeaders(origin)
       if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: cors })
       if (!Dashboard.isPublic(request) && !authorizedRequest(request, options.token)) {
         return HttpServerResponse.unsafeJson(
@@ -236,16 +147,28 @@ export const guard = (options: Options) =>
           { status: 401, headers: { ...cors, "www-authenticate": "Basic realm=\"skein\"" } }
         )
       }
-      const response = yield* app.pipe(
-        Effect.catchIf(
-          (e) => HttpServerError.isServerError(e) && e._tag === "RouteNotFound",
-          () => Effect.succeed(error(404, "NotFoundError", `no route ${request.method} ${request.url}`))
-        )
-      )
+      const response = yield* app
       return origin === undefined ? response : HttpServerResponse.setHeaders(response, cors)
-    })
+    }), { global: true })
+
+/** An unknown route is opencode's 404 body, not an empty 404. */
+const notFound = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E | HttpServerError.RouteNotFound, R>) =>
+  Effect.catchIf(
+    app,
+    (e): e is HttpServerError.RouteNotFound => HttpServerError.isServerError(e) && e._tag === "RouteNotFound",
+    (e) => Effect.succeed(error(404, "NotFoundError", `no route ${e.request.method} ${e.request.url}`))
+  )
+
+/** Every route of the server on one router. */
+export const routes = (options: Options) =>
+  Layer.mergeAll(
+    apiRoutes(options),
+    HttpApiSwagger.layerHttpLayerRouter({ api: ServeApi, path: "/doc/ui" }),
+    sseRoutes(options),
+    dashboardRoutes(options),
+    guard(options)
   )
 
 /** The server as a layer: serve it over any `HttpServer` (NodeHttpServer in production, port 0 in tests). */
 export const layer = (options: Options) =>
-  Layer.unwrapEffect(Effect.map(router(options), (app) => HttpServer.serve(app, guard(options))))
+  HttpLayerRouter.serve(routes(options), { disableLogger: true, disableListenLog: true, middleware: notFound })

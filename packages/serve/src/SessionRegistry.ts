@@ -4,33 +4,39 @@
  * This is the seam between the HTTP edge and where sessions run. The
  * in-process default keeps each live session as a fiber of its own (a
  * `FiberMap` entry whose scope owns the CLI process), starts it on demand,
- * and lists the sessions that exist only as transcripts too: prompting one
- * resumes it with `--resume`. A later backing (cluster entities) implements
- * the same service.
+ * stops it when it has been idle for `idleTimeout` (its transcript stays;
+ * the next prompt resumes it with `--resume`), and lists the sessions that
+ * exist only as transcripts too. A later backing (cluster entities)
+ * implements the same service.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { ProcessHost } from "@skein/kernel"
 import type { Anthropic } from "@skein/protocol"
 import { Canonical } from "@skein/protocol"
-import { Session } from "@skein/session"
-import { SessionIndex, TranscriptLayout } from "@skein/store"
+import { Permissions, Session } from "@skein/session"
+import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/store"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Path from "node:path"
 import * as EventTranslator from "./EventTranslator.js"
 import * as History from "./History.js"
 import * as Ids from "./Ids.js"
-import { type Known, make as makeKnownSessions } from "./internal/knownSessions.js"
+import * as Forks from "./internal/forks.js"
+import { idleFor } from "./internal/idle.js"
+import { type Known, type KnownSessions, make as makeKnownSessions } from "./internal/knownSessions.js"
 import * as LiveSession from "./internal/liveSession.js"
+import * as Questions from "./internal/questions.js"
+import * as Todos from "./internal/todos.js"
 import { PermissionBroker } from "./PermissionBroker.js"
-import { type RegistryError, SessionFailed } from "./ServeError.js"
+import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed } from "./ServeError.js"
 import { ServerEvents } from "./ServerEvents.js"
 
 /** A session as opencode lists it. */
@@ -46,29 +52,39 @@ export interface PromptOptions {
   readonly messageID?: string | undefined
 }
 
+type Content = string | ReadonlyArray<Anthropic.ContentBlock>
+
 export class SessionRegistry extends Context.Tag("@skein/serve/SessionRegistry")<SessionRegistry, {
   readonly create: (input: { readonly directory: string; readonly title?: string | undefined }) => Effect.Effect<SessionInfo, RegistryError>
   /** Live sessions and transcripts, most recently updated first; one directory or all. */
   readonly list: (directory?: string) => Effect.Effect<ReadonlyArray<SessionInfo>, RegistryError>
   readonly get: (sessionID: string) => Effect.Effect<SessionInfo, RegistryError>
+  /** Sets the title; it is kept as skein's mark of the session, so it outlives the server. */
+  readonly update: (sessionID: string, patch: { readonly title?: string | undefined }) => Effect.Effect<SessionInfo, RegistryError>
+  /** Stops the live session and archives its transcript out of the listing. */
+  readonly remove: (sessionID: string) => Effect.Effect<void, RegistryError>
+  readonly children: (sessionID: string) => Effect.Effect<ReadonlyArray<SessionInfo>, RegistryError>
   readonly messages: (sessionID: string) => Effect.Effect<ReadonlyArray<History.WithParts>, RegistryError>
+  readonly message: (sessionID: string, messageID: string) => Effect.Effect<History.WithParts, RegistryError | MessageNotFound>
+  readonly todo: (sessionID: string) => Effect.Effect<ReadonlyArray<Todos.Todo>, RegistryError>
+  /** A new session over a branch of the transcript before `messageID` (all of it without one). */
+  readonly fork: (sessionID: string, input: { readonly messageID?: string | undefined }) => Effect.Effect<SessionInfo, RegistryError | MessageNotFound>
+  /** Compacts the session: the CLI's own `/compact`, as a turn. */
+  readonly summarize: (sessionID: string) => Effect.Effect<void, RegistryError>
   /** Runs one turn to its authoritative end; the turn's last assistant message. */
-  readonly prompt: (
-    sessionID: string,
-    content: string | ReadonlyArray<Anthropic.ContentBlock>,
-    options?: PromptOptions
-  ) => Effect.Effect<History.WithParts, RegistryError>
-  /** Queues the prompt behind a busy session (waking a stopped one) and returns at once with the message id. */
-  readonly promptAsync: (
-    sessionID: string,
-    content: string | ReadonlyArray<Anthropic.ContentBlock>,
-    options?: PromptOptions
-  ) => Effect.Effect<string, RegistryError>
+  readonly prompt: (sessionID: string, content: Content, options?: PromptOptions) => Effect.Effect<History.WithParts, RegistryError>
+  /** Queues the prompt behind a busy session (waking a stopped one) and returns once it is queued, with the message id. */
+  readonly promptAsync: (sessionID: string, content: Content, options?: PromptOptions) => Effect.Effect<string, RegistryError>
   /** Interrupts a live turn; `true` also when there is none. */
   readonly abort: (sessionID: string) => Effect.Effect<boolean, RegistryError>
   readonly status: Effect.Effect<Readonly<Record<string, Canonical.SessionStatus>>>
+  /** The sessions whose CLI runs now. */
+  readonly running: Effect.Effect<ReadonlyArray<string>>
   /** Stops a live session (its transcript stays). */
   readonly stop: (sessionID: string) => Effect.Effect<void>
+  /** Pending `AskUserQuestion` questions. */
+  readonly questions: (directory?: string) => Effect.Effect<ReadonlyArray<Canonical.QuestionRequest>>
+  readonly answer: (requestID: string, answer: Questions.Answer) => Effect.Effect<void, QuestionNotFound>
 }>() {}
 
 export interface Options {
@@ -80,6 +96,12 @@ export interface Options {
   readonly legacy?: boolean | undefined
   /** How long a turn's end may take to reach the event log after the CLI reports it. Default 10 s. */
   readonly settle?: Duration.DurationInput | undefined
+  /** A live session with no turn running or queued for this long is stopped. Default 10 minutes; `Duration.infinity` keeps it. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  /** Where deleted sessions' transcripts go. Default `<configDir>/skein/serve/archive`. */
+  readonly archiveDir?: string | undefined
+  /** A question no client answers is withdrawn after this long. Default 5 minutes. */
+  readonly questionTimeout?: Duration.DurationInput | undefined
 }
 
 const projectIdOf = (directory: string) => `prj_${Ids.hash(directory, 24)}`
@@ -92,6 +114,7 @@ const infoOf = (sessionID: string, known: Known): SessionInfo => ({
   title: known.title,
   version: "skein",
   cliSessionId: known.cliSessionId,
+  ...(known.parentID === undefined ? {} : { parentID: known.parentID }),
   time: { created: known.created, updated: known.updated }
 })
 
@@ -100,11 +123,12 @@ const canonicalInfo = (info: SessionInfo): Canonical.SessionInfo => ({
   title: info.title,
   directory: info.directory,
   projectID: info.projectID,
+  ...(info.parentID === undefined ? {} : { parentID: info.parentID }),
   ...(info.version === undefined ? {} : { version: info.version }),
   time: info.time
 })
 
-const textOf = (content: string | ReadonlyArray<Anthropic.ContentBlock>) =>
+const textOf = (content: Content) =>
   typeof content === "string" ? content : content.flatMap((b) => ("text" in b && typeof b.text === "string" ? [b.text] : [])).join("\n")
 
 /** The messages of the turn that ends after `before` turns ended, or none within `settle`. */
@@ -145,6 +169,116 @@ const sessionOptions = (options: Options, k: Known, resume: boolean): Session.Se
   }
 }
 
+/** A live session's slot: ready once the CLI runs; `prompts` counts what was sent to it, for the idle timer. */
+interface Slot {
+  readonly ready: Deferred.Deferred<LiveSession.LiveSession, SessionFailed>
+  readonly prompts: SubscriptionRef.SubscriptionRef<number>
+}
+
+/** What the registry's operations share. */
+interface Core {
+  readonly options: Options
+  readonly fs: FileSystem.FileSystem
+  readonly events: ServerEvents["Type"]
+  readonly index: SessionIndex.SessionIndex["Type"]
+  readonly catalog: KnownSessions
+  readonly slots: Map<string, Slot>
+  readonly transcriptOf: (k: Known) => string
+  /** The live session, started (or resumed) when it is not running; counts as a prompt for the idle timer. */
+  readonly live: (sessionID: string) => Effect.Effect<LiveSession.LiveSession, RegistryError>
+  readonly stopLive: (sessionID: string) => Effect.Effect<void>
+}
+
+const failed = (sessionID: string, what: string) => (e: unknown) => new SessionFailed({ sessionID, reason: `${what}: ${String(e)}` })
+
+const publishInfo = (core: Core, type: "session.created" | "session.updated", info: SessionInfo) =>
+  Effect.orDie(core.events.publish(info.directory, [
+    type === "session.created"
+      ? Canonical.event("session.created", { info: canonicalInfo(info) })
+      : Canonical.event("session.updated", { info: canonicalInfo(info) })
+  ]))
+
+/** The history, or none before the CLI wrote its transcript. */
+const loadHistory = (core: Core, sessionID: string, k: Known) =>
+  Effect.gen(function*() {
+    const path = core.transcriptOf(k)
+    if (!(yield* Effect.orElseSucceed(core.fs.exists(path), () => false))) return Option.none<History.Loaded>()
+    return Option.some(
+      yield* History.fromTranscript(path, { cliSessionId: k.cliSessionId, cwd: k.directory }).pipe(
+        Effect.mapError(failed(sessionID, "reading the transcript"))
+      )
+    )
+  }).pipe(Effect.provideService(FileSystem.FileSystem, core.fs))
+
+const messagesOf = (core: Core, sessionID: string) =>
+  Effect.flatMap(core.catalog.lookup(sessionID), (k) =>
+    Effect.map(loadHistory(core, sessionID, k), Option.match({ onNone: () => [], onSome: (h) => h.messages })))
+
+/** skein's mark of a session: the title set here, the parent of a fork. */
+const mark = (core: Core, sessionID: string, k: Known) =>
+  Effect.gen(function*() {
+    const parent = k.parentID === undefined ? undefined : yield* Effect.option(core.catalog.lookup(k.parentID))
+    yield* core.index.mark({
+      sessionId: k.cliSessionId,
+      kind: "session",
+      label: k.title,
+      ...(parent === undefined || Option.isNone(parent) ? {} : { parentSessionId: parent.value.cliSessionId })
+    }).pipe(Effect.mapError(failed(sessionID, "recording the session")))
+  })
+
+const update = (core: Core) =>
+  Effect.fn("SessionRegistry.update")(function*(sessionID: string, patch: { readonly title?: string | undefined }) {
+    const k = yield* core.catalog.lookup(sessionID)
+    if (patch.title !== undefined) k.title = patch.title
+    k.updated = Date.now()
+    yield* mark(core, sessionID, k)
+    const info = infoOf(sessionID, k)
+    yield* publishInfo(core, "session.updated", info)
+    return info
+  })
+
+const remove = (core: Core) =>
+  Effect.fn("SessionRegistry.remove")(function*(sessionID: string) {
+    const k = yield* core.catalog.lookup(sessionID)
+    yield* core.stopLive(sessionID)
+    core.catalog.remove(sessionID)
+    // The transcript is archived, not deleted: it is Claude Code's own session file (the CLI's
+    // `--resume` reads it too), so it moves out of the listing and can be moved back.
+    const path = core.transcriptOf(k)
+    if (yield* Effect.orElseSucceed(core.fs.exists(path), () => false)) {
+      const archive = core.options.archiveDir ?? Path.join(core.options.configDir, "skein", "serve", "archive")
+      yield* core.fs.makeDirectory(archive, { recursive: true }).pipe(
+        Effect.zipRight(core.fs.rename(path, Path.join(archive, Path.basename(path)))),
+        Effect.mapError(failed(sessionID, "archiving the transcript"))
+      )
+    }
+    // The canonical vocabulary has no `session.deleted` yet: clients learn it from the next list.
+  })
+
+const fork = (core: Core) =>
+  Effect.fn("SessionRegistry.fork")(function*(sessionID: string, input: { readonly messageID?: string | undefined }) {
+    const k = yield* core.catalog.lookup(sessionID)
+    const path = core.transcriptOf(k)
+    const exists = yield* Effect.orElseSucceed(core.fs.exists(path), () => false)
+    const entries = exists
+      ? (yield* ResumeLoader.load(path).pipe(Effect.mapError(failed(sessionID, "reading the transcript")))).entries
+      : []
+    const point = Forks.branchPoint(entries, { cliSessionId: k.cliSessionId, cwd: k.directory, legacy: false }, input.messageID)
+    if (Either.isLeft(point)) return yield* new MessageNotFound({ sessionID, messageID: input.messageID ?? "" })
+    const cliSessionId = crypto.randomUUID()
+    if (point.right !== undefined) {
+      yield* Branch.branch(path, { at: point.right, sessionId: cliSessionId }).pipe(Effect.mapError(failed(sessionID, "writing the branch")))
+    }
+    const now = Date.now()
+    const known: Known = { cliSessionId, directory: k.directory, title: `${k.title} (fork)`, created: now, updated: now, parentID: sessionID }
+    const forkID = Ids.session(cliSessionId)
+    core.catalog.add(forkID, known)
+    yield* mark(core, forkID, known)
+    const info = infoOf(forkID, known)
+    yield* publishInfo(core, "session.created", info)
+    return info
+  })
+
 export const make = Effect.fn("SessionRegistry.make")(function*(options: Options) {
   const fs = yield* FileSystem.FileSystem
   const host = yield* ProcessHost.ProcessHost
@@ -152,22 +286,31 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
   const fibers = yield* FiberMap.make<string>()
+  const watchers = yield* FiberMap.make<string>()
   const catalog = makeKnownSessions(index, options.configDir)
-  const lookup = catalog.lookup
-  const lives = new Map<string, Deferred.Deferred<LiveSession.LiveSession, SessionFailed>>()
+  const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
+  const slots = new Map<string, Slot>()
   const lock = yield* Effect.makeSemaphore(1)
   const settle = options.settle ?? Duration.seconds(10)
-
+  const idleTimeout = Duration.decode(options.idleTimeout ?? Duration.minutes(10))
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)
 
-  /** The live session, started (or resumed from its transcript) when it is not running. */
-  const live = (sessionID: string) =>
-    lock.withPermits(1)(Effect.gen(function*() {
-      const running = lives.get(sessionID)
-      if (running !== undefined) return running
-      const k = yield* lookup(sessionID)
-      const ready = yield* Deferred.make<LiveSession.LiveSession, SessionFailed>()
-      lives.set(sessionID, ready)
+  /** Stops the session once it has been idle for the timeout, unless a prompt reached it meanwhile. */
+  const watchIdle = (sessionID: string, slot: Slot, session: LiveSession.LiveSession) =>
+    idleFor({ busy: session.busy, ended: Stream.map(session.ended.changes, (e) => e.count), prompts: slot.prompts }, idleTimeout).pipe(
+      Effect.flatMap((seen) =>
+        lock.withPermits(1)(Effect.gen(function*() {
+          if (slots.get(sessionID) !== slot) return true
+          if ((yield* SubscriptionRef.get(slot.prompts)) !== seen) return false
+          yield* FiberMap.remove(fibers, sessionID)
+          return true
+        }))
+      ),
+      Effect.repeat({ until: (stopped) => stopped })
+    )
+
+  const start = (sessionID: string, k: Known, slot: Slot) =>
+    Effect.gen(function*() {
       const resume = yield* Effect.orElseSucceed(fs.exists(transcriptOf(k)), () => false)
       const initial = yield* initialState(transcriptOf(k), k, resume, options.legacy ?? true)
       const run = LiveSession.start({
@@ -176,29 +319,52 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
         initial,
         events,
         broker,
+        questions,
         session: sessionOptions(options, k, resume)
       }).pipe(
-        Effect.tap((session) => Deferred.succeed(ready, session)),
+        Effect.tap((session) => Deferred.succeed(slot.ready, session)),
+        Effect.tap((session) => Effect.when(FiberMap.run(watchers, sessionID, watchIdle(sessionID, slot, session)), () => Duration.isFinite(idleTimeout))),
         Effect.flatMap((session) => session.session.exit),
-        Effect.catchAll((error) => Deferred.fail(ready, new SessionFailed({ sessionID, reason: String(error) }))),
-        Effect.ensuring(Effect.sync(() => lives.delete(sessionID))),
+        Effect.catchAll((error) => Deferred.fail(slot.ready, new SessionFailed({ sessionID, reason: String(error) }))),
+        Effect.ensuring(Effect.sync(() => slots.get(sessionID) === slot && slots.delete(sessionID))),
         Effect.scoped,
         Effect.provideService(ProcessHost.ProcessHost, host),
         Effect.provideService(FileSystem.FileSystem, fs)
       )
       yield* FiberMap.run(fibers, sessionID, run)
-      return ready
-    }).pipe(Effect.provideService(FileSystem.FileSystem, fs))).pipe(Effect.flatMap(Deferred.await))
+    }).pipe(Effect.provideService(FileSystem.FileSystem, fs))
 
-  const send = (sessionID: string, content: string | ReadonlyArray<Anthropic.ContentBlock>) =>
+  const live = (sessionID: string) =>
+    lock.withPermits(1)(Effect.gen(function*() {
+      const running = slots.get(sessionID)
+      const slot = running ?? { ready: yield* Deferred.make<LiveSession.LiveSession, SessionFailed>(), prompts: yield* SubscriptionRef.make(0) }
+      yield* SubscriptionRef.update(slot.prompts, (n) => n + 1)
+      if (running === undefined) {
+        slots.set(sessionID, slot)
+        yield* start(sessionID, yield* catalog.lookup(sessionID), slot)
+      }
+      return slot.ready
+    })).pipe(Effect.flatMap(Deferred.await))
+
+  const core: Core = {
+    options,
+    fs,
+    events,
+    index,
+    catalog,
+    slots,
+    transcriptOf,
+    live,
+    stopLive: (sessionID) => lock.withPermits(1)(FiberMap.remove(fibers, sessionID))
+  }
+
+  const send = (sessionID: string, content: Content) =>
     Effect.gen(function*() {
       const session = yield* live(sessionID)
-      const k = yield* lookup(sessionID)
+      const k = yield* catalog.lookup(sessionID)
       k.updated = Date.now()
       const before = (yield* SubscriptionRef.get(session.ended)).count
-      const turn = yield* session.session.send(content).pipe(
-        Effect.mapError((e) => new SessionFailed({ sessionID, reason: String(e) }))
-      )
+      const turn = yield* session.session.send(content).pipe(Effect.mapError(failed(sessionID, "sending the prompt")))
       return { session, turn, before }
     })
 
@@ -210,29 +376,34 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       const k: Known = { cliSessionId, directory: input.directory, title: input.title ?? `New session - ${new Date(now).toISOString()}`, created: now, updated: now }
       catalog.add(sessionID, k)
       const info = infoOf(sessionID, k)
-      yield* Effect.orDie(events.publish(k.directory, [Canonical.event("session.created", { info: canonicalInfo(info) })]))
+      yield* publishInfo(core, "session.created", info)
       return info
     }),
     list: (directory) =>
-      Effect.map(catalog.list(directory), (all) =>
-        all.map(([id, k]) => infoOf(id, k)).sort((a, b) => b.time.updated - a.time.updated)),
-    get: (sessionID) => Effect.map(lookup(sessionID), (k) => infoOf(sessionID, k)),
-    messages: (sessionID) =>
+      Effect.map(catalog.list(directory), (all) => all.map(([id, k]) => infoOf(id, k)).sort((a, b) => b.time.updated - a.time.updated)),
+    get: (sessionID) => Effect.map(catalog.lookup(sessionID), (k) => infoOf(sessionID, k)),
+    update: update(core),
+    remove: remove(core),
+    children: (sessionID) =>
+      Effect.zipRight(catalog.lookup(sessionID), Effect.map(catalog.list(), (all) => all.flatMap(([id, k]) => (k.parentID === sessionID ? [infoOf(id, k)] : [])))),
+    messages: (sessionID) => messagesOf(core, sessionID),
+    message: (sessionID, messageID) =>
+      Effect.flatMap(messagesOf(core, sessionID), (all) => {
+        const found = all.find((m) => m.info.id === messageID)
+        return found === undefined ? new MessageNotFound({ sessionID, messageID }) : Effect.succeed(found)
+      }),
+    todo: (sessionID) => Effect.map(messagesOf(core, sessionID), Todos.todos),
+    fork: (sessionID, input) => Effect.provideService(fork(core)(sessionID, input), FileSystem.FileSystem, fs),
+    summarize: (sessionID) =>
       Effect.gen(function*() {
-        const k = yield* lookup(sessionID)
-        const path = transcriptOf(k)
-        if (!(yield* Effect.orElseSucceed(fs.exists(path), () => false))) return []
-        const loaded = yield* History.fromTranscript(path, { cliSessionId: k.cliSessionId, cwd: k.directory }).pipe(
-          Effect.mapError((e) => new SessionFailed({ sessionID, reason: `reading the transcript: ${String(e)}` }))
-        )
-        return loaded.messages
-      }).pipe(Effect.provideService(FileSystem.FileSystem, fs)),
+        const { turn } = yield* send(sessionID, "/compact")
+        yield* turn.result.pipe(Effect.mapError(failed(sessionID, "compacting")))
+      }),
     prompt: (sessionID, content) =>
       Effect.gen(function*() {
         const { before, session, turn } = yield* send(sessionID, content)
-        yield* turn.result.pipe(Effect.mapError((e) => new SessionFailed({ sessionID, reason: String(e) })))
-        const messages = yield* untilEnded(session, before, settle)
-        const last = Option.flatMap(messages, lastAssistant)
+        yield* turn.result.pipe(Effect.mapError(failed(sessionID, "the turn")))
+        const last = Option.flatMap(yield* untilEnded(session, before, settle), lastAssistant)
         if (Option.isNone(last)) {
           return yield* new SessionFailed({ sessionID, reason: `the turn produced no assistant message (prompt: ${textOf(content).slice(0, 40)})` })
         }
@@ -246,24 +417,29 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       }),
     abort: (sessionID) =>
       Effect.gen(function*() {
-        yield* lookup(sessionID)
-        const running = lives.get(sessionID)
-        if (running === undefined) return true
-        const session = yield* Deferred.await(running).pipe(Effect.option)
+        yield* catalog.lookup(sessionID)
+        const slot = slots.get(sessionID)
+        if (slot === undefined) return true
+        const session = yield* Deferred.await(slot.ready).pipe(Effect.option)
         if (Option.isSome(session)) yield* Effect.ignore(session.value.session.interrupt)
         return true
       }),
     status: Effect.gen(function*() {
       const out: Record<string, Canonical.SessionStatus> = {}
-      for (const [id, ready] of lives) {
-        const session = yield* Deferred.poll(ready)
+      for (const [id, slot] of slots) {
+        const session = yield* Deferred.poll(slot.ready)
         if (Option.isNone(session)) continue
         const done = yield* Effect.option(session.value)
-        if (Option.isSome(done) && (yield* Ref.get(done.value.busy))) out[id] = { type: "busy" }
+        if (Option.isSome(done) && (yield* SubscriptionRef.get(done.value.busy))) out[id] = { type: "busy" }
       }
       return out
     }),
-    stop: (sessionID) => FiberMap.remove(fibers, sessionID)
+    running: Effect.suspend(() => Effect.filter([...slots.entries()], ([, slot]) => Effect.map(Deferred.poll(slot.ready), Option.isSome))).pipe(
+      Effect.map((all) => all.map(([id]) => id))
+    ),
+    stop: core.stopLive,
+    questions: (directory) => Effect.map(questions.pending(directory), (all) => all.map((p) => p.request)),
+    answer: questions.answer
   })
 })
 

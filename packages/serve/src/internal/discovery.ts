@@ -92,3 +92,6 @@ export const project = (id: string, directory: string) => ({
   time: { created: 0, updated: 0 },
   sandboxes: []
 })
+
+/** The 1.18 TUI's `LocationInfo`. */
+export const location = (directory: string) => ({ directory, project: { id: "global", directory } })

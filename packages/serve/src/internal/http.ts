@@ -46,7 +46,11 @@ export const authorizedRequest = (request: HttpServerRequest.HttpServerRequest, 
 export const sameOrigin = (origin: string, host: string | undefined): boolean =>
   host !== undefined && (origin === `http://${host}` || origin === `https://${host}`)
 
-/** The request's `directory` (query, else `x-opencode-directory`, else the first root), physical and inside a root. */
+/**
+ * The request's `directory` (query `directory` or the 1.18 TUI's
+ * `location[directory]`, else `x-opencode-directory`, else the first root),
+ * physical and inside a root.
+ */
 export const directoryOf = (
   request: HttpServerRequest.HttpServerRequest,
   roots: ReadonlyArray<string>
@@ -54,7 +58,8 @@ export const directoryOf = (
   Effect.gen(function*() {
     const url = new URL(request.url, "http://localhost")
     const header = request.headers["x-opencode-directory"]
-    const raw = url.searchParams.get("directory") ?? (header === undefined ? undefined : safeDecode(header))
+    const query = url.searchParams.get("directory") ?? url.searchParams.get("location[directory]")
+    const raw = query ?? (header === undefined ? undefined : safeDecode(header))
     if (raw === undefined || raw === "") return roots[0] ?? process.cwd()
     if (raw.split(/[\\/]/).includes("..")) return yield* new DirectoryRejected({ directory: raw, reason: "`..` is not allowed" })
     if (!Path.isAbsolute(raw)) return yield* new DirectoryRejected({ directory: raw, reason: "not an absolute path" })

@@ -10,13 +10,17 @@ import { SessionNotFound } from "../ServeError.js"
 export interface Known {
   readonly cliSessionId: string
   readonly directory: string
-  readonly title: string
+  title: string
   readonly created: number
   updated: number
+  /** The served id of the session this one was forked from. */
+  readonly parentID?: string | undefined
 }
 
 export interface KnownSessions {
   readonly add: (sessionID: string, known: Known) => void
+  /** Forgets a session; a later refresh finds it again only if its transcript is still listed. */
+  readonly remove: (sessionID: string) => void
   /** Rescans the transcripts: new ones are added, known ones get their latest mtime. */
   readonly refresh: Effect.Effect<void>
   readonly lookup: (sessionID: string) => Effect.Effect<Known, SessionNotFound>
@@ -33,6 +37,8 @@ export interface Listing {
       readonly title?: string | undefined
       readonly firstPrompt?: string | undefined
       readonly mtime: Date
+      /** What skein recorded: a title set through the server (`label`), the parent of a fork. */
+      readonly mark?: { readonly label?: string | undefined; readonly parentSessionId?: string | undefined } | undefined
     }>,
     unknown
   >
@@ -50,12 +56,14 @@ export const make = (index: Listing, defaultDirectory: string): KnownSessions =>
         existing.updated = Math.max(existing.updated, s.mtime.getTime())
         continue
       }
+      const parent = s.mark?.parentSessionId
       known.set(id, {
         cliSessionId: s.sessionId,
         directory: s.cwd ?? defaultDirectory,
-        title: s.title ?? s.firstPrompt ?? "untitled",
+        title: s.mark?.label ?? s.title ?? s.firstPrompt ?? "untitled",
         created: s.mtime.getTime(),
-        updated: s.mtime.getTime()
+        updated: s.mtime.getTime(),
+        ...(parent === undefined ? {} : { parentID: Ids.session(parent) })
       })
     }
   })
@@ -63,6 +71,9 @@ export const make = (index: Listing, defaultDirectory: string): KnownSessions =>
   return {
     add: (sessionID, k) => {
       known.set(sessionID, k)
+    },
+    remove: (sessionID) => {
+      known.delete(sessionID)
     },
     refresh,
     lookup: (sessionID) =>

@@ -11,13 +11,14 @@ import type { Canonical } from "@skein/protocol"
 import { Permissions, Session } from "@skein/session"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
-import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as EventTranslator from "../EventTranslator.js"
 import * as History from "../History.js"
 import * as PermissionBroker from "../PermissionBroker.js"
 import type { ServerEvents } from "../ServerEvents.js"
+import type * as Questions from "./questions.js"
+import { isQuestion } from "./questions.js"
 import * as TurnBoundaries from "./turnBoundaries.js"
 
 export interface Ended {
@@ -30,7 +31,8 @@ export interface Ended {
 export interface LiveSession {
   readonly session: Session.Session
   readonly ended: SubscriptionRef.SubscriptionRef<Ended>
-  readonly busy: Ref.Ref<boolean>
+  /** Between a turn's `session.status` busy and its idle; the idle timer watches it. */
+  readonly busy: SubscriptionRef.SubscriptionRef<boolean>
   readonly inject: (input: EventTranslator.Input) => Effect.Effect<void>
 }
 
@@ -47,6 +49,7 @@ export interface Options {
   readonly session: Session.SessionOptions
   readonly events: ServerEvents["Type"]
   readonly broker: PermissionBroker.PermissionBroker["Type"]
+  readonly questions: Questions.Questions
 }
 
 /** Starts before the message that starts the turn, ends after the one that ends it. */
@@ -73,9 +76,19 @@ const requestIdOf = (state: EventTranslator.State, id: string): string | undefin
 export const start = Effect.fn("LiveSession.start")(function*(options: Options) {
   const inbox = yield* Queue.unbounded<Item>()
   const inject = (input: EventTranslator.Input) => Effect.asVoid(Queue.offer(inbox, { _tag: "Input", input }))
-  const permissions = PermissionBroker.permissionsFor(options.broker, options.cliSessionId, (request, resolution) =>
+  const viaBroker = PermissionBroker.permissionsFor(options.broker, options.cliSessionId, (request, resolution) =>
     // The translator emits `permission.replied` for an ask it knows of.
     inject({ _tag: "PermissionAnswered", requestId: request.requestId, reply: resolution.reply }))
+  // `AskUserQuestion` arrives as a permission ask too; it is a question for the client.
+  const permissions = Permissions.make((request) =>
+    isQuestion(request)
+      ? options.questions.ask(options.cliSessionId, request, (answer) =>
+        inject(
+          answer._tag === "Answered"
+            ? { _tag: "QuestionAnswered", requestId: request.requestId, answers: answer.answers }
+            : { _tag: "QuestionRejected", requestId: request.requestId }
+        ))
+      : viaBroker.canUseTool(request), { timeout: viaBroker.timeout ?? Permissions.defaultTimeout })
   const session = yield* Session.start(options.session).pipe(Effect.provideService(Permissions.Permissions, permissions))
   const subscription = yield* session.subscribe
   yield* Stream.fromQueue(subscription).pipe(
@@ -83,7 +96,7 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
     Effect.forkScoped
   )
   const ended = yield* SubscriptionRef.make<Ended>({ count: 0, messages: [] })
-  const busy = yield* Ref.make(false)
+  const busy = yield* SubscriptionRef.make(false)
 
   let translator = options.initial
   let turns = TurnBoundaries.initial()
@@ -101,12 +114,7 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           translator = next
           for (const event of events) {
             out.push(event)
-            if (event.type === "permission.asked") {
-              const requestId = requestIdOf(translator, event.properties.id)
-              if (requestId !== undefined) {
-                yield* options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
-              }
-            }
+            yield* announce(event)
           }
         }
       }
@@ -114,13 +122,23 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       for (const event of out) yield* follow(event)
     })
 
+  /** A new ask or question is listed where clients look for it. */
+  const announce = (event: Canonical.CanonicalEvent) => {
+    if (event.type !== "permission.asked" && event.type !== "question.asked") return Effect.void
+    const requestId = requestIdOf(translator, event.properties.id)
+    if (requestId === undefined) return Effect.void
+    return event.type === "permission.asked"
+      ? options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
+      : options.questions.announce(options.cliSessionId, requestId, options.directory, event.properties)
+  }
+
   /** What the sync prompt answers with: the turn's messages, folded as a client folds them. */
   const follow = (event: Canonical.CanonicalEvent) =>
     Effect.gen(function*() {
       if (event.type === "session.status") {
         const isBusy = event.properties.status.type !== "idle"
-        if (isBusy && !(yield* Ref.get(busy))) turnEvents = []
-        yield* Ref.set(busy, isBusy)
+        if (isBusy && !(yield* SubscriptionRef.get(busy))) turnEvents = []
+        yield* SubscriptionRef.set(busy, isBusy)
       }
       if (event.type === "message.part.delta") return
       if (event.type.startsWith("session.") && event.type !== "session.idle") return
