@@ -24,8 +24,10 @@ export interface Options {
   readonly origins?: ReadonlyArray<string> | undefined
   /** Options every CLI gets (env, executable, bare, …). */
   readonly session?: Partial<Session.SessionOptions> | undefined
-  /** Deny a permission ask no client answers after this long. Default 5 minutes. */
+  /** Deny a permission ask (or withdraw a question) no client answers after this long. Default 5 minutes. */
   readonly permissionTimeout?: Duration.DurationInput | undefined
+  /** Stop a live session after this long with no turn running or queued (its transcript stays). Default 10 minutes. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
   readonly heartbeat?: Duration.DurationInput | undefined
   readonly maxLag?: number | undefined
   readonly legacy?: boolean | undefined
@@ -40,7 +42,13 @@ export const layer = (options: Options) =>
       ServerEvents.layer({ dir: Path.join(options.stateDir, "events") }),
       PermissionBroker.layer({ timeout: options.permissionTimeout })
     )
-    const registry = SessionRegistry.layer({ configDir: options.configDir, session: options.session, legacy: options.legacy })
+    const registry = SessionRegistry.layer({
+      configDir: options.configDir,
+      session: options.session,
+      legacy: options.legacy,
+      idleTimeout: options.idleTimeout,
+      questionTimeout: options.permissionTimeout
+    })
     return Server.layer({
       token: options.token,
       roots,

@@ -11,6 +11,7 @@ import { createServer } from "node:http"
 import * as Path from "node:path"
 import * as Serve from "../src/Serve.js"
 import { ServerEvents } from "../src/ServerEvents.js"
+import { SessionRegistry } from "../src/SessionRegistry.js"
 
 export const token = "test-token-0123456789"
 
@@ -19,6 +20,7 @@ export interface Running {
   readonly dirs: ClaudeCli.OfflineDirs
   readonly stateDir: string
   readonly events: ServerEvents["Type"]
+  readonly registry: SessionRegistry["Type"]
   readonly headers: Record<string, string>
 }
 
@@ -27,6 +29,8 @@ export interface StartOptions {
   readonly maxLag?: number | undefined
   readonly stateDir?: string | undefined
   readonly dirs?: ClaudeCli.OfflineDirs | undefined
+  /** Stop a live session after this long idle. Default the server's (10 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
   /** A fixed port, to restart a server where its clients reconnect. Default 0 (a free one). */
   readonly port?: number | undefined
 }
@@ -41,6 +45,7 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
       configDir: dirs.configDir,
       stateDir,
       permissionTimeout: options.permissionTimeout,
+      idleTimeout: options.idleTimeout,
       maxLag: options.maxLag,
       session: {
         env: ClaudeCli.isolatedEnv({ baseUrl: model?.url ?? "http://127.0.0.1:9", configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
@@ -56,11 +61,13 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : 0
     const events = yield* Effect.provide(ServerEvents, context)
+    const registry = yield* Effect.provide(SessionRegistry, context)
     return {
       url: `http://127.0.0.1:${port}`,
       dirs,
       stateDir,
       events,
+      registry,
       headers: { authorization: `Bearer ${token}` }
     } satisfies Running
   })
