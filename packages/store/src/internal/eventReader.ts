@@ -14,17 +14,23 @@ export interface EventReader<A> {
   readonly range: (from: number, end: number) => Stream.Stream<Record<A>, EventLogError>
 }
 
+const seqPrefix = /^\{"seq":(\d+),/
+
+/** The seq a line starts with (`NaN` if it does not: such a line is decoded, and rejected there). */
+const seqOf = (line: string): number => Number(seqPrefix.exec(line)?.[1])
+
 export const make = <A>(
   fs: FileSystem.FileSystem,
   dir: string,
   decodeLine: (line: string) => Option.Option<Record<A>>
 ): EventReader<A> => {
-  const readSegment = (path: string): Stream.Stream<Record<A>, EventLogError> =>
+  const readSegment = (path: string, from: number): Stream.Stream<Record<A>, EventLogError> =>
     fs.stream(path, { chunkSize: 256 * 1024 }).pipe(
       // Retention may delete a segment while it is being read: its records are gone.
       Stream.catchAll((error) => isNotFound(error) ? Stream.empty : Stream.fail(failAt(path)(error))),
       Ndjson.frames(),
-      Stream.filterMap((frame) => frame._tag === "Line" ? decodeLine(frame.text) : Option.none())
+      // Lines before `from` are skipped by their seq prefix, without decoding the message.
+      Stream.filterMap((frame) => frame._tag === "Line" && !(seqOf(frame.text) < from) ? decodeLine(frame.text) : Option.none())
     )
 
   const range = (from: number, end: number): Stream.Stream<Record<A>, EventLogError> =>
@@ -34,7 +40,7 @@ export const make = <A>(
       const startAt = Math.max(0, all.findLastIndex((segment) => segment.firstSeq <= from))
       const wanted = all.slice(startAt).filter((segment) => segment.firstSeq < end)
       return Stream.fromIterable(wanted).pipe(
-        Stream.flatMap((segment) => readSegment(segment.path), { concurrency: 1 }),
+        Stream.flatMap((segment) => readSegment(segment.path, from), { concurrency: 1 }),
         Stream.filter((record) => record.seq >= from),
         Stream.takeWhile((record) => record.seq < end)
       )
