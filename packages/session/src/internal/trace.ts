@@ -106,6 +106,8 @@ const turnAttributes = (summary: TurnSummary): Record<string, unknown> => ({
   [Attr.liveTasks]: summary.liveTasks.length
 })
 
+const isToolBlock = (block: { readonly type: string }) => block.type === "tool_use" || block.type === "tool_result"
+
 interface ToolCall {
   readonly span: Tracer.Span
   permission: Permission
@@ -159,23 +161,23 @@ export const make = (session: {
     const parentOf = (parentToolUseId: string | null) =>
       (parentToolUseId === null ? undefined : tools.get(parentToolUseId)?.span) ?? live ?? span
 
-    const onMessage = (message: CliMessage.Assistant | CliMessage.User) =>
-      Effect.suspend(() => {
-        const content = message.message.content
-        if (typeof content === "string") return Effect.void
-        return Effect.forEach(content, (block) => {
-          if (!Anthropic.isKnownBlock(block)) return Effect.void
-          if (block.type === "tool_use" && !tools.has(block.id)) {
-            return Effect.asVoid(openTool(block.id, block.name, parentOf(message.parent_tool_use_id)))
-          }
-          if (block.type === "tool_result") {
-            const call = tools.get(block.tool_use_id)
-            if (call !== undefined) call.span.attribute(Attr.toolIsError, block.is_error === true)
-            return endTool(block.tool_use_id, Exit.void)
-          }
-          return Effect.void
-        }, { discard: true })
-      })
+    /** Called for every assistant and user message: a plain scan, and an effect only for tool blocks. */
+    const onMessage = (message: CliMessage.Assistant | CliMessage.User): Effect.Effect<void> => {
+      const content = message.message.content
+      if (typeof content === "string" || !content.some(isToolBlock)) return Effect.void
+      return Effect.forEach(content, (block) => {
+        if (!Anthropic.isKnownBlock(block)) return Effect.void
+        if (block.type === "tool_use" && !tools.has(block.id)) {
+          return Effect.asVoid(openTool(block.id, block.name, parentOf(message.parent_tool_use_id)))
+        }
+        if (block.type === "tool_result") {
+          const call = tools.get(block.tool_use_id)
+          if (call !== undefined) call.span.attribute(Attr.toolIsError, block.is_error === true)
+          return endTool(block.tool_use_id, Exit.void)
+        }
+        return Effect.void
+      }, { discard: true })
+    }
 
     return {
       span,
