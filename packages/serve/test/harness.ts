@@ -33,6 +33,21 @@ export interface StartOptions {
   readonly idleTimeout?: Duration.DurationInput | undefined
   /** A fixed port, to restart a server where its clients reconnect. Default 0 (a free one). */
   readonly port?: number | undefined
+  /** Closing also drops open connections (SSE streams), as a killed server does: Node's close waits for them. */
+  readonly dropConnections?: boolean | undefined
+}
+
+/** A Node server whose close, with `drop`, ends the connections still open (an EventSource would hold it forever). */
+const nodeServer = (drop: boolean) => {
+  const server = createServer()
+  if (!drop) return server
+  const close = server.close.bind(server)
+  server.close = (callback) => {
+    close(callback)
+    server.closeAllConnections()
+    return server
+  }
+  return server
 }
 
 export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: StartOptions = {}) =>
@@ -53,7 +68,7 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
         stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
       }
     }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port ?? 0, host: "127.0.0.1" })),
+      Layer.provideMerge(NodeHttpServer.layer(() => nodeServer(options.dropConnections ?? false), { port: options.port ?? 0, host: "127.0.0.1" })),
       Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
     )
     const context = yield* Layer.build(layer)
