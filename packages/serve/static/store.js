@@ -30,7 +30,15 @@ const sessionEntry = (store, id) => {
 
 export function putSession(store, info) {
   const entry = sessionEntry(store, info.id)
-  entry.info = { ...entry.info, ...info }
+  const old = entry.info
+  // A live `session.updated` carries no title and no creation time: keep what the server listed.
+  entry.info = {
+    ...old,
+    ...info,
+    title: info.title || old.title,
+    directory: info.directory || old.directory,
+    time: { ...old.time, ...info.time, created: info.time?.created || old.time.created, updated: Math.max(info.time?.updated ?? 0, old.time.updated ?? 0) }
+  }
   if (info.model?.modelID) entry.model = info.model.modelID
   entry.activity = Math.max(entry.activity, info.time?.updated ?? 0)
 }

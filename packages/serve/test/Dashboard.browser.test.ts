@@ -117,7 +117,14 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await page.locator(".message-assistant .text", { hasText: reply }).waitFor()
         await headerStatus(page, "idle")
         await page.locator(".message-assistant .step").first().waitFor()
-        return { listed, partial, texts: await assistantTexts(page), step: await page.locator(".step").first().textContent() }
+        const step = await page.locator(".step").first().textContent()
+        const texts = await assistantTexts(page)
+        // Fork: a new session with the same history, opened at once.
+        await page.getByRole("button", { name: "Fork" }).click()
+        await page.locator("#session-title", { hasText: "dashboard first (fork)" }).waitFor()
+        await page.locator(".message-assistant .text", { hasText: reply }).waitFor()
+        const fork = { hash: new URL(page.url()).hash, rows: await page.locator("#session-list li").count(), texts: await page.locator("#messages .text").allTextContents() }
+        return { listed, partial, texts, step, fork }
       })
       expect(seen.listed.status).toBe("idle")
       expect(seen.listed.text).toContain(server.dirs.cwd)
@@ -125,6 +132,10 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
       expect(seen.partial.length).toBeLessThan(reply.length)
       expect(seen.texts).toEqual([reply])
       expect(seen.step).toMatch(/step end_turn · \d+ in \/ \d+ out/)
+      expect(seen.fork.hash).toMatch(/^#\/session\/ses_/)
+      expect(seen.fork.hash).not.toContain(session.id)
+      expect(seen.fork.rows).toBe(2)
+      expect(seen.fork.texts).toEqual(["Say something", reply])
       expect(errors).toEqual([])
     }))
 
@@ -155,7 +166,12 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         const listed = await page.locator(`#session-list li[data-id="${session.id}"]`).getAttribute("data-status")
         // The screenshots: a session with a pending ask, and the list, at both widths.
         await page.screenshot({ path: Path.join(shots, "session-permission-1280.png"), fullPage: true })
+        const title = await page.locator("#session-title").textContent()
+        await page.goto(`${server.url}/#/`)
+        await page.locator("#session-list").getByText("waiting for permission").waitFor()
         await page.screenshot({ path: Path.join(shots, "list-1280.png") })
+        await page.goBack()
+        await ask.waitFor()
         await page.setViewportSize({ width: 390, height: 844 })
         await page.screenshot({ path: Path.join(shots, "session-permission-390.png"), fullPage: true })
         await page.getByRole("link", { name: "← Sessions" }).click()
@@ -170,10 +186,12 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await ask.waitFor({ state: "detached" })
         await page.locator(".message-assistant .text", { hasText: "Ran it." }).waitFor()
         const tool = page.locator(".tool").first()
-        return { buttons, listed, status: await tool.getAttribute("data-status"), output: await tool.locator(".output").textContent() }
+        return { buttons, listed, title, status: await tool.getAttribute("data-status"), output: await tool.locator(".output").textContent() }
       })
       expect(allowed.buttons).toEqual(["Allow once", "Always", "Deny"])
       expect(allowed.listed).toBe("waiting for permission")
+      // Still the title the session was created with, after the CLI's own session.updated.
+      expect(allowed.title).toBe("asks")
       expect(allowed.status).toBe("completed")
       expect(allowed.output).toContain("dashboard-allowed-output")
       const afterAllow = yield* model.awaitRequest(1, FakeModel.isConversation)
