@@ -5,20 +5,29 @@
  * `?lastEventId=` for a browser's first EventSource connection) resumes
  * exactly after the last frame the client got. Frames that are not events
  * (`server.connected`, heartbeats, re-announced asks) carry the cursor the
- * client already holds. A client reads from the log at its own pace, so
- * nothing is buffered for it beyond a bounded follow buffer; one that falls
- * more than `maxLag` events behind the live end (replay excepted) is sent
- * `server.resync` and disconnected.
+ * client already holds.
+ *
+ * Between the log and the socket sits the client's bounded buffer
+ * (`subscriberBuffer`): deltas of one part merge while the client is behind,
+ * and the follower waits (reading the rest from disk later) while the buffer
+ * is full. A live client more than `maxLag` events behind the log is sent
+ * `server.resync` and closed; one whose socket takes nothing for
+ * `maxStalls` heartbeats is dead and its socket is destroyed. A socket whose
+ * write fails closes the response, which interrupts all of this.
  */
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { Canonical } from "@skein/protocol"
 import { Canonical as C } from "@skein/protocol"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import { IncomingMessage } from "node:http"
 import type { PermissionBroker } from "../PermissionBroker.js"
-import { eventId, type ServerEvents } from "../ServerEvents.js"
-import { frame } from "./http.js"
+import { eventId, type Record, type ServerEvents } from "../ServerEvents.js"
+import * as SubscriberBuffer from "./subscriberBuffer.js"
 
 export interface Options {
   readonly events: ServerEvents["Type"]
@@ -30,10 +39,97 @@ export interface Options {
   readonly canonicalOnly: boolean
   readonly heartbeat: Duration.DurationInput
   readonly maxLag: number
+  /** The client's buffer: caps in events and bytes, stalls before it is dead. */
+  readonly buffer?: Omit<SubscriberBuffer.Options, "cursor"> | undefined
 }
 
-const wrap = (global: boolean, directory: string, payload: { readonly type: string; readonly properties: unknown }, id: string) =>
+interface Payload {
+  readonly type: string
+  readonly properties: unknown
+}
+
+const wrap = (global: boolean, directory: string, payload: Payload, id: string) =>
   global ? { directory, payload: { id, ...payload } } : { id, ...payload }
+
+interface Mergeable {
+  readonly key: string
+  readonly delta: string
+  readonly with: (delta: string) => Payload
+}
+
+const isRecord = (u: unknown): u is { readonly [key: string]: unknown } => typeof u === "object" && u !== null
+
+/** The raw CLI delta inside a legacy `session.stream_event`: its text field and the text. */
+const rawDelta = (event: unknown): { readonly index: unknown; readonly type: string; readonly field: string; readonly text: string } | undefined => {
+  if (!isRecord(event) || event["type"] !== "content_block_delta" || !isRecord(event["delta"])) return undefined
+  const delta = event["delta"]
+  for (const field of ["text", "thinking", "partial_json"]) {
+    const text = delta[field]
+    if (Predicate.isString(text) && Predicate.isString(delta["type"])) return { index: event["index"], type: delta["type"], field, text }
+  }
+  return undefined
+}
+
+/**
+ * The deltas a slow client may get merged: `message.part.delta`, opencode's
+ * older `message.part.updated` with a `delta`, and the legacy raw
+ * `session.stream_event` text, thinking and tool-input deltas.
+ */
+export const mergeable = (payload: Payload): Mergeable | undefined => {
+  const p = payload.properties
+  if (!isRecord(p)) return undefined
+  switch (payload.type) {
+    case "message.part.delta": {
+      const delta = p["delta"]
+      if (!Predicate.isString(delta) || !Predicate.isString(p["partID"])) return undefined
+      return { key: `d ${p["partID"]} ${String(p["field"])}`, delta, with: (text) => ({ type: payload.type, properties: { ...p, delta: text } }) }
+    }
+    case "message.part.updated": {
+      const delta = p["delta"]
+      const part = p["part"]
+      if (!Predicate.isString(delta) || !isRecord(part) || !Predicate.isString(part["id"])) return undefined
+      return { key: `u ${part["id"]}`, delta, with: (text) => ({ type: payload.type, properties: { ...p, delta: text } }) }
+    }
+    case "session.stream_event": {
+      const message = p["message"]
+      if (!isRecord(message)) return undefined
+      const raw = rawDelta(message["event"])
+      if (raw === undefined) return undefined
+      const event = message["event"]
+      return {
+        key: `s ${String(p["sessionID"])} ${String(message["parent_tool_use_id"])} ${String(raw.index)} ${raw.type}`,
+        delta: raw.text,
+        with: (text) => ({
+          type: payload.type,
+          properties: { ...p, message: { ...message, event: isRecord(event) ? { ...event, delta: { type: raw.type, [raw.field]: text } } : event } }
+        })
+      }
+    }
+    default:
+      return undefined
+  }
+}
+
+/** The log's record as the buffer's item, for an `/event` or `/global/event` client. */
+export const itemOf = (global: boolean, record: Record): SubscriberBuffer.Item => {
+  const { directory, payload } = record.message
+  const render = (seq: number, p: Payload) => JSON.stringify(wrap(global, directory, p, eventId(seq)))
+  const merge = mergeable(payload)
+  if (merge === undefined) return { _tag: "Event", seq: record.seq, data: render(record.seq, payload) }
+  return {
+    _tag: "Delta",
+    seq: record.seq,
+    key: merge.key,
+    delta: merge.delta,
+    data: render(record.seq, payload),
+    render: (seq, delta) => render(seq, merge.with(delta))
+  }
+}
+
+/** Destroys the request's socket, when the server is Node's (a dead client's writes never drain). */
+const destroySocket = Effect.map(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) => () => {
+  if (Option.isSome(request) && request.value.source instanceof IncomingMessage) request.value.source.socket.destroy()
+})
 
 export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
   const { events } = options
@@ -42,42 +138,49 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
   const first = yield* Effect.orDie(events.firstSeq)
   const requested = options.lastEventId === undefined ? next : Math.min(options.lastEventId + 1, next)
   const from = Math.max(requested, first)
-  let cursor = from - 1
   const home = options.directory ?? ""
-  const control = (type: string, properties: unknown) => frame(cursor, wrap(global, home, { type, properties }, eventId(cursor)))
+  const control = (type: string, properties: unknown, directory = home): SubscriberBuffer.Control => ({
+    render: (cursor) => JSON.stringify(wrap(global, directory, { type, properties }, eventId(cursor)))
+  })
+  const render = (type: string, properties: unknown, cursor: number) => control(type, properties).render(cursor)
+  const pendingAsks = yield* options.broker.pending(options.directory)
+  const destroy = yield* destroySocket
 
-  const head: Array<string> = [control("server.connected", {})]
-  // Events between the cursor and the oldest retained one are gone: the client must reload.
-  if (requested < first) head.push(control("server.resync", { reason: "retention", from: requested, first }))
-  for (const pending of yield* options.broker.pending(options.directory)) {
-    const asked: Canonical.CanonicalEvent = C.event("permission.asked", pending.request)
-    head.push(frame(cursor, wrap(global, pending.directory, asked, eventId(cursor))))
-  }
-
-  const live = events.follow(from).pipe(
-    Stream.orDie,
-    Stream.mapEffect((record) =>
-      // Replay reads the disk at the client's pace; only a live client can fall behind.
-      record.seq < next ? Effect.succeed({ record, behind: 0 }) : Effect.map(events.nextSeq, (newest) => ({ record, behind: newest - 1 - record.seq }))
-    ),
-    Stream.takeUntil(({ behind }) => behind > options.maxLag),
-    Stream.map(({ behind, record }) => {
-      if (behind > options.maxLag) {
-        return control("server.resync", { reason: "slow client", behind })
-      }
-      cursor = record.seq
-      const { directory, payload } = record.message
-      if (!global && directory !== options.directory) return ""
-      if (options.canonicalOnly && C.legacyEventTypes.has(payload.type)) return ""
-      return frame(record.seq, wrap(global, directory, payload, eventId(record.seq)))
-    }),
-    Stream.filter((text) => text.length > 0)
-  )
-  const heartbeats = Stream.fromSchedule(Schedule.spaced(Duration.decode(options.heartbeat))).pipe(
-    Stream.map(() => control("server.heartbeat", {}))
-  )
-  return Stream.fromIterable(head).pipe(
-    Stream.concat(Stream.merge(live, heartbeats, { haltStrategy: "left" })),
-    Stream.encodeText
-  )
+  const run = Effect.gen(function*() {
+    const buffer = yield* SubscriberBuffer.make({ ...options.buffer, cursor: from - 1 })
+    yield* buffer.control(control("server.connected", {}))
+    // Events between the cursor and the oldest retained one are gone: the client must reload.
+    if (requested < first) yield* buffer.control(control("server.resync", { reason: "retention", from: requested, first }))
+    for (const pending of pendingAsks) {
+      const asked: Canonical.CanonicalEvent = C.event("permission.asked", pending.request)
+      yield* buffer.control(control(asked.type, asked.properties, pending.directory))
+    }
+    const feed = events.follow(from).pipe(
+      Stream.orDie,
+      Stream.runForEach((record) =>
+        Effect.gen(function*() {
+          const { directory, payload } = record.message
+          if ((!global && directory !== options.directory) || (options.canonicalOnly && C.legacyEventTypes.has(payload.type))) {
+            return yield* buffer.skip(record.seq)
+          }
+          // Replay reads the disk at the client's pace; only a live client can fall behind.
+          const behind = record.seq < next ? 0 : (yield* events.nextSeq) - 1 - record.seq
+          if (behind > options.maxLag) {
+            return yield* Effect.zipRight(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind }, cursor)), Effect.interrupt)
+          }
+          yield* buffer.offer(itemOf(global, record))
+        })
+      )
+    )
+    const heartbeat = Effect.flatMap(buffer.tick, (state) =>
+      state === "live"
+        ? buffer.control({ ...control("server.heartbeat", {}), kind: "heartbeat" })
+        : Effect.zipRight(buffer.resync((cursor) => render("server.resync", { reason: "stalled" }, cursor)), Effect.sync(destroy))
+    ).pipe(Effect.repeat(Schedule.spaced(Duration.decode(options.heartbeat))), Effect.delay(options.heartbeat))
+    yield* Effect.forkScoped(feed)
+    yield* Effect.forkScoped(heartbeat)
+    const end = Effect.fail(Option.none())
+    return Stream.repeatEffectOption(Effect.flatMap(buffer.take, Option.match({ onNone: () => end, onSome: Effect.succeed })))
+  })
+  return Stream.unwrapScoped(run).pipe(Stream.encodeText)
 })
