@@ -4,14 +4,18 @@
  * exporter; nothing exported where the layer is not provided; and the OTLP
  * layer posting to a collector.
  */
-import { NodeContext } from "@effect/platform-node"
+import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
+import { SpanKind } from "@opentelemetry/api"
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { ProcessHost } from "@skein/kernel"
+import { Serve } from "@skein/serve"
 import { Permissions, Session } from "@skein/session"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as Http from "node:http"
+import * as Path from "node:path"
 import { Tracing } from "../src/index.js"
 
 const dirs = ClaudeCli.offlineDirs("skein-tracing-")
@@ -171,6 +175,29 @@ describe("Tracing", () => {
       expect(received[0]!.body).toContain("skein-otlp-test")
       expect(received[0]!.body).toContain("Session.turn")
     }))
+
+  it.scopedLive("skein serve: one server span per HTTP request, with its route and status, the token redacted", () => {
+    const exporter = new InMemorySpanExporter()
+    const token = "tracing-token-0123456789"
+    return Effect.gen(function*() {
+      const d = yield* dirs
+      const server = yield* Layer.build(
+        Serve.layer({ token, roots: [d.cwd], configDir: d.configDir, stateDir: Path.join(d.root, "serve-state") }).pipe(
+          Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" })),
+          Layer.provideMerge(liveLayer),
+          Layer.provide(Tracing.layer({ spanProcessors: new SimpleSpanProcessor(exporter) }))
+        )
+      ).pipe(Effect.map(Context.get(HttpServer.HttpServer)))
+      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      const response = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/session`, { headers: { authorization: `Bearer ${token}` } }))
+      expect(response.status).toBe(200)
+      const requests = exporter.getFinishedSpans().filter((span) => span.kind === SpanKind.SERVER)
+      expect(requests.map((span) => [span.name, span.attributes["http.route"], span.attributes["http.response.status_code"]]))
+        .toEqual([["http.server GET", "/session", 200]])
+      expect(requests[0]!.attributes["http.request.header.authorization"]).toBe("<redacted>")
+      expect(JSON.stringify(exporter.getFinishedSpans().map((span) => span.attributes))).not.toContain(token)
+    })
+  })
 
   it("tracesEndpoint appends /v1/traces to a bare origin only", () => {
     expect(Tracing.tracesEndpoint("http://localhost:4318")).toBe("http://localhost:4318/v1/traces")

@@ -209,7 +209,7 @@ export const make = (options: {
         case "mcp_message":
           return mcpMessage(requestId, request)
         case "request_user_dialog":
-          return refuse(requestId, request.subtype)
+          return traced(requestId, request, refuse(requestId, request.subtype))
       }
     }
 
