@@ -8,6 +8,7 @@ import { Anthropic, type Canonical, CliMessage } from "@skein/protocol"
 import { EventTranslator } from "@skein/serve"
 import type { Turn } from "@skein/session"
 import { Effect, Option, Ref } from "effect"
+import * as Spinner from "./internal/spinner.js"
 
 export interface Output {
   readonly turnStarted: (index: number) => Effect.Effect<void>
@@ -44,9 +45,14 @@ const resultText = (content: Anthropic.ToolResultBlock["content"]): string =>
     ? content
     : (content ?? []).map((block) => Anthropic.isKnownBlock(block) && block.type === "text" ? block.text : `[${block.type}]`).join(" ")
 
-/** Readable lines: text streamed as it comes, a line per tool call and result, a note per turn. */
-export const human = (options: { readonly color: boolean }): Effect.Effect<Output> =>
+/**
+ * Readable lines: text streamed as it comes, a line per tool call and result,
+ * a note per turn. While the model or a tool is at work and no line is half
+ * written, `spinner` spins (on a terminal); every write hides it first.
+ */
+export const human = (options: { readonly color: boolean; readonly spinner?: Spinner.Spinner | undefined }): Effect.Effect<Output> =>
   Effect.sync(() => {
+    const spinner = options.spinner ?? Spinner.none
     const color = paint(options.color)
     const dim = color(2)
     const red = color(31)
@@ -55,17 +61,25 @@ export const human = (options: { readonly color: boolean }): Effect.Effect<Outpu
     // Whether stdout is in the middle of a line of streamed text.
     let midLine = false
     const out = (text: string) =>
-      Effect.sync(() => {
-        process.stdout.write(text)
-        if (text.length > 0) midLine = !text.endsWith("\n")
-      })
+      Effect.zipRight(
+        spinner.hide,
+        Effect.sync(() => {
+          process.stdout.write(text)
+          if (text.length > 0) midLine = !text.endsWith("\n")
+        })
+      )
     const line = (text: string) => out(`${midLine ? "\n" : ""}${text}\n`)
     const note = (text: string) =>
-      Effect.sync(() => {
-        if (midLine) process.stdout.write("\n")
-        midLine = false
-        process.stderr.write(`${dim(text)}\n`)
-      })
+      Effect.zipRight(
+        spinner.hide,
+        Effect.sync(() => {
+          if (midLine) process.stdout.write("\n")
+          midLine = false
+          process.stderr.write(`${dim(text)}\n`)
+        })
+      )
+    /** Spins while waiting, unless a line of text is half written. */
+    const waiting = (label: string) => Effect.suspend(() => midLine ? Effect.void : spinner.show(label))
 
     const onStream = (event: CliMessage.StreamEvent["event"]): Effect.Effect<void> => {
       if (!CliMessage.isKnownStreamEvent(event)) return Effect.void
@@ -73,16 +87,18 @@ export const human = (options: { readonly color: boolean }): Effect.Effect<Outpu
         if (event.delta.type === "text_delta") return out(event.delta.text)
         if (event.delta.type === "thinking_delta" && options.color) return out(dim(event.delta.thinking))
       }
-      if (event.type === "content_block_stop" && midLine) return out("\n")
+      if (event.type === "content_block_stop" && midLine) return Effect.zipRight(out("\n"), waiting("thinking…"))
       return Effect.void
     }
 
     const onBlock = (block: Anthropic.ContentBlock): Effect.Effect<void> => {
       if (!Anthropic.isKnownBlock(block)) return Effect.void
-      if (block.type === "tool_use") return line(cyan(`→ ${block.name}(${flat(inputSummary(block.input), 200)})`))
+      if (block.type === "tool_use") {
+        return Effect.zipRight(line(cyan(`→ ${block.name}(${flat(inputSummary(block.input), 200)})`)), waiting(`${block.name}…`))
+      }
       if (block.type === "tool_result") {
         const text = flat(resultText(block.content), 200)
-        return line(block.is_error === true ? red(`← error: ${text}`) : dim(`← ${text}`))
+        return Effect.zipRight(line(block.is_error === true ? red(`← error: ${text}`) : dim(`← ${text}`)), waiting("thinking…"))
       }
       return Effect.void
     }
@@ -105,7 +121,7 @@ export const human = (options: { readonly color: boolean }): Effect.Effect<Outpu
     }
 
     return {
-      turnStarted: () => Effect.void,
+      turnStarted: () => waiting("thinking…"),
       event: (event) => {
         switch (event._tag) {
           case "Message":
@@ -117,7 +133,10 @@ export const human = (options: { readonly color: boolean }): Effect.Effect<Outpu
         }
       },
       permission: ({ allowed, toolName, why }) =>
-        note(allowed ? green(`✓ ${toolName} allowed (${why})`) : red(`✗ ${toolName} denied: ${why}`)),
+        Effect.zipRight(
+          note(allowed ? green(`✓ ${toolName} allowed (${why})`) : red(`✗ ${toolName} denied: ${why}`)),
+          waiting(allowed ? `${toolName}…` : "thinking…")
+        ),
       turnEnded: (_, summary) => {
         const last = summary.results.at(-1)
         const time = last === undefined ? "" : ` · ${(last.duration_ms / 1000).toFixed(1)} s`
@@ -126,7 +145,7 @@ export const human = (options: { readonly color: boolean }): Effect.Effect<Outpu
           `${status}${time} · ${summary.usage.inputTokens} in / ${summary.usage.outputTokens} out tokens · $${summary.costUsd.toFixed(4)}`
         )
       },
-      end: Effect.suspend(() => midLine ? out("\n") : Effect.void)
+      end: Effect.suspend(() => midLine ? out("\n") : spinner.hide)
     }
   })
 

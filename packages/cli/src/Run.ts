@@ -5,17 +5,20 @@
  * against a local fake model with a throwaway config folder.
  */
 import { Args, Command, HelpDoc, Options } from "@effect/cli"
-import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeStream from "@effect/platform-node/NodeStream"
+import { TaskManager } from "@skein/kernel"
 import { Permissions, Session, type SessionError, type Turn } from "@skein/session"
-import { ClaudeCli } from "@skein/testkit"
-import { Effect, Option, Stream } from "effect"
-import * as Path from "node:path"
+import { TranscriptLayout } from "@skein/store"
+import { Effect, Option, Ref, Stream } from "effect"
 import { CliError, fail, interruptedCode, oneLine } from "./CliError.js"
 import { CtrlC } from "./CtrlC.js"
 import type * as Argv from "./internal/argv.js"
-import * as FakeModel from "./internal/fakeModel.js"
+import * as Keys from "./internal/keys.js"
+import * as Launch from "./internal/launch.js"
+import * as PermissionPrompt from "./internal/permissionPrompt.js"
+import * as Spinner from "./internal/spinner.js"
 import * as Output from "./Output.js"
+import * as Tasks from "./Tasks.js"
 
 // ---------------------------------------------------------------------------
 // Options
@@ -32,7 +35,10 @@ export const sessionOptions = {
   fakeModel: Options.boolean("fake-model").pipe(
     Options.withDescription("run offline: a local fake model, a throwaway config folder (unless --root), no network")
   ),
-  allow: toolList("allow", "tools that may run, comma-separated (Bash,Read,Edit,…); others are denied"),
+  fullCli: Options.boolean("full-cli").pipe(
+    Options.withDescription("with --fake-model: the whole CLI (background tasks, hooks, CLAUDE.md) instead of --bare")
+  ),
+  allow: toolList("allow", "tools that may run, comma-separated (Bash,Read,Edit,…); on a terminal others are asked, else denied"),
   deny: toolList("deny", "tools that never run, comma-separated"),
   json: Options.boolean("json").pipe(Options.withDescription("print opencode's canonical events as NDJSON")),
   resume: Options.text("resume").pipe(Options.withDescription("resume the session with this id"), Options.optional),
@@ -49,7 +55,7 @@ export const sessionOptions = {
 } as const
 
 type ValueOf<O> = O extends Options.Options<infer A> ? A : never
-type SessionConfig = { readonly [K in keyof typeof sessionOptions]: ValueOf<(typeof sessionOptions)[K]> }
+export type SessionConfig = { readonly [K in keyof typeof sessionOptions]: ValueOf<(typeof sessionOptions)[K]> }
 
 // ---------------------------------------------------------------------------
 // Starting the session
@@ -73,39 +79,50 @@ export const describe = (error: SessionError.TurnError | SessionError.CliNotFoun
   }
 }
 
-/** Decides `can_use_tool` from `--allow` / `--deny`, and says what it decided. */
-const policy = (config: SessionConfig, output: Output.Output) =>
-  Permissions.layer((request) => {
-    const name = request.toolName
-    const [decision, why] = config.deny.includes(name)
-      ? [Permissions.deny(`${name} is denied by --deny`), "--deny"] as const
-      : config.allow.includes(name)
-      ? [Permissions.allow(), "--allow"] as const
-      : [Permissions.deny(`${name} is not allowed here; the person can pass --allow ${name}`), `not in --allow; pass --allow ${name}`] as const
-    return Effect.as(
-      output.permission({ requestId: request.requestId, toolName: name, allowed: decision.behavior === "allow", why }),
-      decision
+/** What a turn's output and permission asks need of the terminal. */
+interface Ui {
+  readonly output: Output.Output
+  readonly spinner: Spinner.Spinner
+  readonly color: boolean
+}
+
+/**
+ * Decides `can_use_tool`: `--deny` and `--allow` first; then, with a person
+ * at the terminal, a prompt answered by one key ("always" allows the tool for
+ * the rest of the command); otherwise a denial that says how to allow it.
+ */
+const policy = (config: SessionConfig, ui: Ui) =>
+  Effect.map(Ref.make<ReadonlySet<string>>(new Set(config.allow)), (allowed) => {
+    const prompts = Effect.unsafeMakeSemaphore(1)
+    const interactive = Keys.interactive()
+    return Permissions.layer((request) =>
+      Effect.gen(function*() {
+        const name = request.toolName
+        const say = (allow: boolean, why: string) =>
+          Effect.as(
+            ui.output.permission({ requestId: request.requestId, toolName: name, allowed: allow, why }),
+            allow ? Permissions.allow() : Permissions.deny(`${name} was denied (${why})`)
+          )
+        if (config.deny.includes(name)) return yield* say(false, "--deny")
+        if ((yield* Ref.get(allowed)).has(name)) return yield* say(true, config.allow.includes(name) ? "--allow" : "always")
+        if (!interactive) return yield* say(false, `not in --allow; pass --allow ${name}`)
+        const answer = yield* prompts.withPermits(1)(Effect.zipRight(ui.spinner.hide, PermissionPrompt.ask(request, ui.color)))
+        if (answer === "always") yield* Ref.update(allowed, (names) => new Set([...names, name]))
+        return yield* say(answer !== "deny", answer === "deny" ? "at the prompt" : answer)
+      })
     )
   })
 
-/** Where the CLI runs: the person's own setup, or offline against the fake model. */
-const target = (config: SessionConfig) =>
-  Effect.gen(function*() {
-    const root = Option.map(config.root, (r) => Path.resolve(r))
-    if (!config.fakeModel) return { configDir: Option.getOrUndefined(root), env: undefined, bare: false }
-    const model = yield* FakeModel.start.pipe(Effect.mapError((e) => fail(`the fake model could not start: ${e.message}`)))
-    const fs = yield* FileSystem.FileSystem
-    const scratch = yield* fs.makeTempDirectoryScoped({ prefix: "skein-run-" }).pipe(Effect.orDie)
-    const configDir = Option.getOrElse(root, () => Path.join(scratch, "config"))
-    const tmpDir = Path.join(scratch, "tmp")
-    yield* Effect.orDie(Effect.all([fs.makeDirectory(configDir, { recursive: true }), fs.makeDirectory(tmpDir)]))
-    return { configDir, env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir, tmpDir }), bare: true }
-  })
-
-const open = Effect.fn("Run.open")(function*(config: SessionConfig, output: Output.Output) {
-  const where = yield* target(config)
-  return yield* Session.start({
-    cwd: process.cwd(),
+/**
+ * Starts the session in `cwd`, with this process's TaskManager (so that
+ * `skein tasks` sees the CLI's background tasks and can stop them).
+ */
+const open = Effect.fn("Run.open")(function*(config: SessionConfig, ui: Ui, cwd: string) {
+  const where = yield* Launch.target(config)
+  const configRoot = where.configDir ?? (yield* Effect.orDie(TranscriptLayout.rootConfig))
+  const { dir, tasks } = yield* Tasks.manager(configRoot)
+  const session = yield* Session.start({
+    cwd,
     includePartialMessages: true,
     resume: Option.getOrUndefined(config.resume),
     continue: config.continue || undefined,
@@ -115,13 +132,25 @@ const open = Effect.fn("Run.open")(function*(config: SessionConfig, output: Outp
     env: where.env,
     bare: where.bare,
     stopTimeouts: { stdinGrace: "1 second", termGrace: "2 seconds" }
-  }).pipe(Effect.provide(policy(config, output)), Effect.mapError(describe))
+  }).pipe(
+    Effect.provide(yield* policy(config, ui)),
+    Effect.provideService(TaskManager.TaskManager, tasks),
+    Effect.mapError(describe)
+  )
+  yield* Tasks.answerKills(dir, tasks, session)
+  return session
 })
 
-const outputFor = (config: SessionConfig) =>
-  config.json
-    ? Output.canonical({ cliSessionId: Option.getOrUndefined(config.resume), cwd: process.cwd() })
-    : Output.human({ color: process.stdout.isTTY === true && process.env.NO_COLOR === undefined })
+/** How turns are shown: canonical NDJSON with `--json`, else readable, with colour and a spinner on a terminal. */
+const uiFor = (config: SessionConfig) =>
+  Effect.gen(function*() {
+    const color = process.stdout.isTTY === true && process.env.NO_COLOR === undefined
+    const spinner = config.json ? Spinner.none : yield* Spinner.stderr
+    const output = yield* (config.json
+      ? Output.canonical({ cliSessionId: Option.getOrUndefined(config.resume), cwd: process.cwd() })
+      : Output.human({ color, spinner }))
+    return { output, spinner, color } satisfies Ui
+  })
 
 // ---------------------------------------------------------------------------
 // Turns
@@ -161,10 +190,10 @@ export const run = Command.make(
   { ...sessionOptions, prompt: Args.text({ name: "prompt" }).pipe(Args.withDescription("what to ask")) },
   ({ prompt, ...config }) =>
     Effect.gen(function*() {
-      const output = yield* outputFor(config)
-      const session = yield* open(config, output)
-      const summary = yield* turn(session, output, prompt)
-      yield* finish(session, output)
+      const ui = yield* uiFor(config)
+      const session = yield* open(config, ui, process.cwd())
+      const summary = yield* turn(session, ui.output, prompt)
+      yield* finish(session, ui.output)
       yield* verdict(summary)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription(withExample(
@@ -186,23 +215,28 @@ const promptLines = Stream.suspend(() => {
   )
 })
 
-export const chat = Command.make("chat", sessionOptions, (config) =>
+/** A chat: a turn per line of stdin in one session, in `cwd`, until stdin ends. */
+export const chatLoop = (config: SessionConfig, cwd: string) =>
   Effect.gen(function*() {
-    const output = yield* outputFor(config)
-    const session = yield* open(config, output)
+    const ui = yield* uiFor(config)
+    const session = yield* open(config, ui, cwd)
     yield* promptLines.pipe(
       Stream.runForEach(({ ask, line }) =>
         line.trim().length === 0
           ? ask
           // A failed or interrupted turn is noted and the chat goes on; a session that ended ends it.
-          : Effect.zipRight(turn(session, output, line), ask)
+          : Effect.zipRight(turn(session, ui.output, line), ask)
       )
     )
-    yield* finish(session, output)
-  }).pipe(Effect.scoped)).pipe(Command.withDescription(withExample(
+    yield* finish(session, ui.output)
+  }).pipe(Effect.scoped)
+
+export const chat = Command.make("chat", sessionOptions, (config) => chatLoop(config, process.cwd())).pipe(
+  Command.withDescription(withExample(
     "Chat with Claude Code in the current folder: each line of stdin is a turn; end with Ctrl-D.",
     "skein chat --fake-model --allow Bash"
-  )))
+  ))
+)
 
 const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
 

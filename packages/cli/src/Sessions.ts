@@ -8,59 +8,16 @@ import { Args, Command, HelpDoc, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Transcript } from "@skein/protocol"
 import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/store"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Option } from "effect"
 import * as Path from "node:path"
-import { type CliError, fail } from "./CliError.js"
+import { fail } from "./CliError.js"
 import type * as Argv from "./internal/argv.js"
+import * as Lookup from "./internal/lookup.js"
+import { chatLoop, sessionOptions } from "./Run.js"
 
-// ---------------------------------------------------------------------------
-// Finding sessions
-// ---------------------------------------------------------------------------
-
-const root = Options.directory("root").pipe(
-  Options.withDescription("the Claude config folder (default: CLAUDE_CONFIG_DIR, else ~/.claude)"),
-  Options.optional
-)
+const root = Lookup.rootOption
 const json = Options.boolean("json").pipe(Options.withDescription("print JSON"))
-
-const rootOf = (option: Option.Option<string>) =>
-  Option.match(option, {
-    onSome: (r) => Effect.succeed(Path.resolve(r)),
-    onNone: () => Effect.orDie(TranscriptLayout.rootConfig)
-  })
-
-/** Runs `effect` with a session index over the chosen root. */
-const withIndex = <A, E, R>(option: Option.Option<string>, effect: (root: string) => Effect.Effect<A, E, R>) =>
-  Effect.flatMap(rootOf(option), (r) =>
-    effect(r).pipe(Effect.provide(SessionIndex.layer.pipe(Layer.provide(TranscriptLayout.layer(r))))))
-
-/** One line for each failure a person can act on. */
-const describe = (
-  error: ResumeLoader.LoadError | Branch.BranchWriteError | SessionIndex.SessionIndexError
-): CliError => {
-  switch (error._tag) {
-    case "ResumeAtNotFound":
-      return fail(`message ${error.uuid} is not in the session's effective conversation`)
-    case "TranscriptNotFound":
-      return fail(`no such transcript: ${error.path}`)
-    case "TranscriptReadError":
-    case "BranchWriteError":
-    case "SessionIndexError":
-      return fail(`${error.path}: ${error.message}`)
-  }
-}
-
-/** An existing transcript file, else an id, path or title the index knows. */
-const resolve = (query: string, r: string) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const info = yield* Effect.option(fs.stat(query))
-    if (Option.isSome(info) && info.value.type === "File") return Path.resolve(query)
-    const index = yield* SessionIndex.SessionIndex
-    const found = yield* index.resolve(query).pipe(Effect.mapError(describe))
-    if (Option.isSome(found)) return found.value.path
-    return yield* fail(`no session matches ${JSON.stringify(query)} under ${r} (an id, a title or a path)`)
-  })
+const { describe, resolve, withIndex } = Lookup
 
 // ---------------------------------------------------------------------------
 // Rendering
@@ -261,9 +218,25 @@ const rm = Command.make("rm", { ...rmOptions, session: Args.text({ name: "id|tit
       "skein sessions rm 3f2c…"
     )))
 
+const { continue: _continue, resume: _resume, ...resumeOptions } = sessionOptions
+
+/** A chat on a stored session, in the folder its CLI ran in (where the CLI looks for it). */
+const resume = Command.make("resume", { ...resumeOptions, session: Args.text({ name: "id|title|path" }) }, ({ session, ...config }) =>
+  Effect.gen(function*() {
+    const path = yield* withIndex(config.root, (r) => resolve(session, r))
+    const found = yield* Lookup.sessionOfFile(path)
+    yield* chatLoop({ ...config, resume: Option.some(found.sessionId), continue: false }, found.cwd)
+  })).pipe(Command.withDescription(withExample(
+    "Chat on in a stored session: each line of stdin is a turn, in the folder the session ran in.",
+    "skein sessions resume 3f2c… --allow Read"
+  )))
+
 export const sessions = Command.make("sessions").pipe(
-  Command.withDescription(withExample("Claude Code sessions: list, show (as resumed), branch, rm.", "skein sessions list --root /tmp/claude-config")),
-  Command.withSubcommands([list, show, branch, rm])
+  Command.withDescription(withExample(
+    "Claude Code sessions: list, show (as resumed), branch, resume, rm.",
+    "skein sessions list --root /tmp/claude-config"
+  )),
+  Command.withSubcommands([list, show, branch, resume, rm])
 )
 
 const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
@@ -275,6 +248,7 @@ export const sessionsSpec: Argv.Spec = {
     { name: "list", options: usageOf(listOptions), children: [] },
     { name: "show", options: usageOf(showOptions), children: [] },
     { name: "branch", options: usageOf(branchOptions), children: [] },
+    { name: "resume", options: usageOf(resumeOptions), children: [] },
     { name: "rm", options: usageOf(rmOptions), children: [] }
   ]
 }

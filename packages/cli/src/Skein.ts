@@ -9,7 +9,11 @@ import { CliError, interruptedCode, oneLine } from "./CliError.js"
 import { CtrlC } from "./CtrlC.js"
 import * as Argv from "./internal/argv.js"
 import { chat, chatSpec, run, runSpec } from "./Run.js"
+import { compact, compactSpec } from "./Compact.js"
+import { dream, dreamSpec, memory, memorySpec } from "./Memory.js"
+import { serve, serveSpec } from "./Serve.js"
 import { sessions, sessionsSpec } from "./Sessions.js"
+import { tasks, tasksSpec } from "./Tasks.js"
 
 export const version = "0.0.0"
 
@@ -18,10 +22,10 @@ export const skein = Command.make("skein").pipe(
     HelpDoc.p("Run and keep Claude Code sessions from the terminal. Options go before or after the command."),
     HelpDoc.p("Example: skein run \"what does this folder hold?\" --allow Read")
   ])),
-  Command.withSubcommands([run, chat, sessions])
+  Command.withSubcommands([run, chat, serve, sessions, tasks, compact, memory, dream])
 )
 
-export const spec: Argv.Spec = { name: "skein", options: Options.getUsage(Options.none), children: [runSpec, chatSpec, sessionsSpec] }
+export const spec: Argv.Spec = { name: "skein", options: Options.getUsage(Options.none), children: [runSpec, chatSpec, serveSpec, sessionsSpec, tasksSpec, compactSpec, memorySpec, dreamSpec] }
 
 const usageCode = 2
 

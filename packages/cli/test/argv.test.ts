@@ -12,6 +12,9 @@ describe("Argv.normalize", () => {
       Either.right(["sessions", "list", "--root", "sessions", "--json"])
     )
     expect(normalize(["--fake-model", "run", "hi"])).toEqual(Either.right(["run", "--fake-model", "hi"]))
+    expect(normalize(["--root", "/r", "--json", "tasks", "list"])).toEqual(Either.right(["tasks", "list", "--root", "/r", "--json"]))
+    expect(normalize(["--pass", "summarize", "compact", "abc"])).toEqual(Either.right(["compact", "--pass", "summarize", "abc"]))
+    expect(normalize(["--port", "0", "serve"])).toEqual(Either.right(["serve", "--port", "0"]))
   })
 
   it("keeps what follows -- as arguments", () => {
@@ -41,9 +44,12 @@ describe("Argv.normalize", () => {
     expect(normalize(["sessions", "rm", "--json", "x"])).toEqual(
       Either.left("option --json does not apply to 'skein sessions rm' (see skein sessions rm --help)")
     )
-    expect(normalize(["serve"])).toEqual(Either.left("unknown command 'serve' for 'skein' (expected run, chat, sessions)"))
-    expect(normalize(["sessions"])).toEqual(
-      Either.left("'skein sessions' needs a command: list, show, branch, rm (see skein sessions --help)")
+    expect(normalize(["bogus"])).toEqual(
+      Either.left("unknown command 'bogus' for 'skein' (expected run, chat, serve, sessions, tasks, compact, memory, dream)")
     )
+    expect(normalize(["sessions"])).toEqual(
+      Either.left("'skein sessions' needs a command: list, show, branch, resume, rm (see skein sessions --help)")
+    )
+    expect(normalize(["tasks"])).toEqual(Either.left("'skein tasks' needs a command: list, show, kill (see skein tasks --help)"))
   })
 })

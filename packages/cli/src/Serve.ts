@@ -1,0 +1,90 @@
+/**
+ * `skein serve`: @skein/serve's opencode-compatible HTTP/SSE server over
+ * Claude Code sessions. By default the CLIs it starts use the person's own
+ * login and settings; `--fake-model` points them at a local fake model with
+ * a private config folder, a demo with no key.
+ */
+import { Command, HelpDoc, Options } from "@effect/cli"
+import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeHttpServer } from "@effect/platform-node"
+import { TranscriptLayout } from "@skein/store"
+import { Serve, Token } from "@skein/serve"
+import { ClaudeCli } from "@skein/testkit"
+import { Console, Effect, Layer } from "effect"
+import * as Fs from "node:fs"
+import { createServer } from "node:http"
+import * as Path from "node:path"
+import { fail, oneLine } from "./CliError.js"
+import type * as Argv from "./internal/argv.js"
+import * as FakeModel from "./internal/fakeModel.js"
+
+const serveOptions = {
+  port: Options.integer("port").pipe(Options.withDescription("the port to listen on (0: any free port)"), Options.withDefault(4096)),
+  hostname: Options.text("hostname").pipe(
+    Options.withDescription("the address to listen on; beyond loopback a token must be set (SKEIN_SERVER_TOKEN)"),
+    Options.withDefault("127.0.0.1")
+  ),
+  roots: Options.directory("root").pipe(
+    Options.withDescription("a folder sessions may run in (repeatable; default: the current one)"),
+    Options.repeated
+  ),
+  fakeModel: Options.boolean("fake-model").pipe(
+    Options.withDescription("run the CLIs offline against a local fake model, with a throwaway config folder")
+  )
+} as const
+
+interface ServeConfig {
+  readonly port: number
+  readonly hostname: string
+  readonly roots: ReadonlyArray<string>
+  readonly fakeModel: boolean
+}
+
+/** The config folder and session options: the person's own, or offline ones. */
+const target = (fakeModel: boolean) =>
+  Effect.gen(function*() {
+    if (!fakeModel) return { configDir: yield* Effect.orDie(TranscriptLayout.rootConfig), session: {}, cwd: process.cwd() }
+    const model = yield* FakeModel.start.pipe(Effect.mapError((e) => fail(`the fake model could not start: ${e.message}`)))
+    const dirs = yield* ClaudeCli.offlineDirs("skein-serve-")
+    const env = ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir })
+    return { configDir: dirs.configDir, session: { env, bare: true }, cwd: dirs.cwd }
+  })
+
+const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
+  const where = yield* target(config.fakeModel)
+  const stateDir = Path.join(where.configDir, "skein", "serve")
+  const resolved = yield* Token.resolve({ hostname: config.hostname, stateDir }).pipe(
+    Effect.mapError((e) =>
+      e._tag === "TokenRequired"
+        ? fail(`listening on ${e.hostname} needs a token: set SKEIN_SERVER_TOKEN`)
+        : fail(`could not store the token under ${stateDir}: ${oneLine(e.message)}`)
+    )
+  )
+  const roots = config.roots.length > 0 ? config.roots.map((r) => Path.resolve(r)) : [where.cwd]
+  for (const root of roots) Fs.mkdirSync(root, { recursive: true })
+  const server = Serve.layer({ token: resolved.token, roots, configDir: where.configDir, stateDir, session: where.session }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.hostname }))
+  )
+  const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>
+    Console.log(
+      address._tag === "TcpAddress" ? `listening on http://${config.hostname}:${address.port}` : `listening on ${address.path}`
+    ).pipe(Effect.zipRight(Console.log(
+      `token: ${resolved.token}${resolved.file === undefined ? " (from SKEIN_SERVER_TOKEN)" : ` (stored in ${resolved.file})`}`
+    )))
+  ))
+  return yield* Layer.launch(Layer.provide(announce, server)).pipe(
+    Effect.catchTag("ServeError", (e) => fail(`could not listen on ${config.hostname}:${config.port}: ${oneLine(String(e.cause))}`))
+  )
+})
+
+export const serve = Command.make("serve", serveOptions, (config) => Effect.scoped(listen(config))).pipe(
+  Command.withDescription(HelpDoc.blocks([
+    HelpDoc.p(
+      "Serve Claude Code sessions over HTTP and SSE, opencode-compatible; prints its URL and token. " +
+        "Clients pass the token as OPENCODE_SERVER_PASSWORD (basic auth). Ctrl-C stops it."
+    ),
+    HelpDoc.p("Example: skein serve --port 4096 --root ~/src/app")
+  ]))
+)
+
+export const serveSpec: Argv.Spec = { name: "serve", options: Options.getUsage(Options.all(serveOptions)), children: [] }
