@@ -7,8 +7,12 @@
  *    `preTokens`, `postTokens`, and the retained window as a preserved
  *    segment: its head, its tail, and the summary as the anchor);
  * 2. the summary, a `user` entry with `isCompactSummary`;
- * 3. `last-prompt` naming the window's tail as the leaf; the writer then
- *    re-appends the latest metadata, so that tail scans find it.
+ * 3. what the pass restores (`PostCompactRestore`: recently read files, the
+ *    plan, task state), as `attachment` entries chained after the summary:
+ *    on load they follow the retained window, as after the CLI's `/compact`;
+ * 4. `last-prompt` naming the leaf (the last restored entry, or the window's
+ *    tail); the writer then re-appends the latest metadata, so that tail
+ *    scans find it.
  *
  * The retained window is not copied: as with the CLI's own compaction it
  * stays where it is, and a resume (the CLI's, or `ResumeLoader`) loads it
@@ -72,6 +76,8 @@ export interface Entries {
   readonly summaryUuid: string
   readonly boundary: Lenient.JsonObject
   readonly summary: Lenient.JsonObject
+  /** Restored attachments, chained after the summary. */
+  readonly restored: ReadonlyArray<Lenient.JsonObject>
   readonly lastPrompt: Lenient.JsonObject
 }
 
@@ -80,7 +86,12 @@ export interface Entries {
  *
  * @since 0.0.0
  */
-export const entries = (plan: Plan, context: Context): Entries => {
+export const entries = (
+  plan: Plan,
+  context: Context,
+  /** Attachment bodies (`PostCompactRestore.Restored`) to chain after the summary. */
+  restore: ReadonlyArray<Lenient.JsonObject> = []
+): Entries => {
   const head = plan.window[0]
   const tail = plan.window[plan.window.length - 1]
   const boundaryUuid = context.uuid()
@@ -128,7 +139,14 @@ export const entries = (plan: Plan, context: Context): Entries => {
     timestamp,
     ...common
   }
-  const leaf = tail?.uuid ?? summaryUuid
+  let parent = summaryUuid
+  const restored = restore.map((body): Lenient.JsonObject => {
+    const uuid = context.uuid()
+    const entry = { parentUuid: parent, ...body, type: "attachment", uuid, timestamp, ...common }
+    parent = uuid
+    return entry
+  })
+  const leaf = restored.length > 0 ? parent : tail?.uuid ?? summaryUuid
   // Always written: without it a resume would take the summary, the last new entry, as the leaf.
   const lastPrompt: Lenient.JsonObject = {
     type: "last-prompt",
@@ -136,7 +154,7 @@ export const entries = (plan: Plan, context: Context): Entries => {
     leafUuid: leaf,
     sessionId: context.sessionId
   }
-  return { boundaryUuid, summaryUuid, boundary, summary, lastPrompt }
+  return { boundaryUuid, summaryUuid, boundary, summary, restored, lastPrompt }
 }
 
 /**
@@ -149,6 +167,6 @@ export const append = Effect.fn("CompactBoundary.append")(function*(
   writer: TranscriptStore.Writer,
   written: Entries
 ) {
-  yield* writer.appendAll([written.boundary, written.summary, written.lastPrompt])
+  yield* writer.appendAll([written.boundary, written.summary, ...written.restored, written.lastPrompt])
   yield* writer.flush
 })

@@ -14,7 +14,10 @@ import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { Cause, Clock, Data, Effect, Either, Exit, Option } from "effect"
 import type * as CompactableSession from "./CompactableSession.js"
 import { randomUUID } from "node:crypto"
+import * as Path from "node:path"
 import * as CompactBoundary from "./CompactBoundary.js"
+import * as CompactPreparation from "./CompactPreparation.js"
+import * as PostCompactRestore from "./PostCompactRestore.js"
 import * as SessionMemoryCompaction from "./SessionMemoryCompaction.js"
 import * as SummarizingCompaction from "./SummarizingCompaction.js"
 import type * as TokenCounter from "./TokenCounter.js"
@@ -75,7 +78,12 @@ const provenance = (entries: ReadonlyArray<Transcript.ChainEntry>) => {
  * @since 0.0.0
  */
 export const compactWith = Effect.fn("Compaction.compactWith")(function*(
-  options: MemoryPassOptions & { readonly summary: string; readonly pass: Pass }
+  options: MemoryPassOptions & {
+    readonly summary: string
+    readonly pass: Pass
+    /** Restore recently read files, the plan and task state after the boundary (pass 2 does). */
+    readonly restore?: PostCompactRestore.RestoreOptions | undefined
+  }
 ) {
   const store = yield* TranscriptStore.TranscriptStore
   const path = store.layout.session(options.cwd, options.sessionId).transcript
@@ -83,6 +91,17 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
   const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(options.summary), options.window)
   if (Either.isLeft(planned)) return Outcome.Declined({ pass: options.pass, reason: planned.left })
   const plan = planned.right
+  const restored = options.restore === undefined ? [] : yield* PostCompactRestore.restore(
+    PostCompactRestore.select({
+      dropped: plan.dropped,
+      window: plan.window,
+      exclude: [SessionMemoryCompaction.summaryPath(path)],
+      plansDir: Path.join(store.layout.root, "plans"),
+      maxFiles: options.restore.maxFiles
+    }),
+    { ...options.restore, cwd: options.cwd }
+  )
+  const discovered = CompactPreparation.discoveredTools(view.entries, view.boundary)
   const now = new Date(yield* Clock.currentTimeMillis)
   const written = CompactBoundary.entries(plan, {
     sessionId: options.sessionId,
@@ -90,14 +109,16 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
     trigger: options.trigger ?? "manual",
     ...provenance(view.entries),
     lastPrompt: view.metadata.lastPrompt,
+    metadata: discovered.length > 0 ? { preCompactDiscoveredTools: discovered } : undefined,
     now,
     uuid: randomUUID
-  })
-  // One append, never cut by an interruption: the file holds the old view or the new one.
+  }, restored)
+  const target = { cwd: options.cwd, sessionId: options.sessionId }
+  // One append, never cut by an interruption: the file holds the old view or the new one. A write
+  // that fails half-way leaves a torn last line; opening the file again cuts it, before any CLI reads it.
   yield* Effect.uninterruptible(Effect.scoped(
-    Effect.flatMap(store.open({ cwd: options.cwd, sessionId: options.sessionId }), (writer) =>
-      CompactBoundary.append(writer, written))
-  ))
+    Effect.flatMap(store.open(target), (writer) => CompactBoundary.append(writer, written))
+  )).pipe(Effect.tapError(() => Effect.ignore(Effect.scoped(store.open(target)))))
   return Outcome.Compacted({
     pass: options.pass,
     preTokens: plan.preTokens,
@@ -171,10 +192,26 @@ export interface RunOptions {
   readonly window?: SessionMemoryCompaction.WindowOptions | undefined
   /** The summary pass 1 uses instead of the session's `summary.md`. */
   readonly summary?: string | undefined
+  /** What pass 2 restores after the boundary (recently read files: 5, 50,000 tokens). */
+  readonly restore?: PostCompactRestore.RestoreOptions | undefined
+  /**
+   * Runs at each step of a pass that writes, in the pass's fiber: tests
+   * interrupt a pass there, deterministically.
+   */
+  readonly onStep?: ((step: Step) => Effect.Effect<void>) | undefined
 }
 
+/**
+ * The steps of a pass that writes: the CLI is down and nothing is written
+ * yet (`stopped`); the boundary is written and the CLI not yet resumed
+ * (`written`).
+ *
+ * @since 0.0.0
+ */
+export type Step = "stopped" | "written"
+
 /** Pass 2 keeps at least the last message when the usual window does not fit. */
-const smallestWindow: SessionMemoryCompaction.WindowOptions = { minTokens: 0, minTextMessages: 1 }
+const smallestWindow: SessionMemoryCompaction.WindowOptions = { minTokens: 1, minTextMessages: 1 }
 
 /** Publishes a pass's start, and its outcome or failure. */
 const announced = <A extends Outcome, E, R>(host: Host, pass: Pass, trigger: "manual" | "auto", effect: Effect.Effect<A, E, R>) =>
@@ -201,6 +238,13 @@ const announced = <A extends Outcome, E, R>(host: Host, pass: Pass, trigger: "ma
 export const run = Effect.fn("Compaction.run")(function*(host: Host, options: RunOptions = {}) {
   const trigger = options.trigger ?? "manual"
   const pass = options.pass ?? "auto"
+  const step = options.onStep ?? (() => Effect.void)
+  /** The write, between the two steps, with the CLI down. */
+  const write = <E, R>(effect: Effect.Effect<Outcome, E, R>) =>
+    step("stopped").pipe(
+      Effect.zipRight(effect),
+      Effect.tap((outcome) => outcome._tag === "Compacted" ? step("written") : Effect.void)
+    )
   return yield* host.exclusive((live) =>
     Effect.gen(function*() {
       const state = yield* live.session.state.get
@@ -223,22 +267,40 @@ export const run = Effect.fn("Compaction.run")(function*(host: Host, options: Ru
           const view = yield* ResumeLoader.load(path)
           const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(summary.value), options.window)
           if (Either.isLeft(planned)) return Outcome.Declined({ pass: "memory", reason: planned.left })
-          return yield* live.suspend(() => compactWith({ ...target, summary: summary.value, pass: "memory" }))
+          return yield* live.suspend(() => write(compactWith({ ...target, summary: summary.value, pass: "memory" })))
         }))
         if (memory._tag === "Compacted" || pass === "memory") return memory
       }
 
       return yield* announced(host, "summarize", trigger, Effect.gen(function*() {
-        const summary = yield* SummarizingCompaction.summarize(live.session, host.options)
+        const summary = yield* summarizeLive(live.session, host.options, path, sessionId)
+        const restore = options.restore ?? {}
         return yield* live.suspend(() =>
-          Effect.flatMap(compactWith({ ...target, summary, pass: "summarize" }), (outcome) =>
+          write(Effect.flatMap(compactWith({ ...target, summary, pass: "summarize", restore }), (outcome) =>
             outcome._tag === "Declined" && outcome.reason._tag !== "OverTarget"
-              ? compactWith({ ...target, window: smallestWindow, summary, pass: "summarize" })
-              : Effect.succeed(outcome))
+              ? compactWith({ ...target, window: smallestWindow, summary, pass: "summarize", restore })
+              : Effect.succeed(outcome)))
         )
       }))
     })
   )
+})
+
+/**
+ * Pass 2's summary of a live session: a forked worker (the cache prefix is
+ * the parent's) unless the history needs preparing, which changes the prefix
+ * anyway; then a CLI over the prepared copy (`summarizeStored`).
+ */
+const summarizeLive = Effect.fnUntraced(function*(
+  session: CompactableSession.Live["session"],
+  launch: Host["options"],
+  path: string,
+  sessionId: string
+) {
+  const view = yield* ResumeLoader.load(path)
+  const prepared = CompactPreparation.prepare(view.entries)
+  if (!CompactPreparation.changed(prepared)) return yield* SummarizingCompaction.summarize(session, launch)
+  return yield* SummarizingCompaction.summarizeStored({ launch, view, sessionId, entries: prepared.entries })
 })
 
 /** What `run` needs. */

@@ -10,10 +10,21 @@
  * everything, so a tool call ends the turn without a summary, which is a
  * failure of the pass.
  *
+ * When the history must be prepared first (`CompactPreparation`: images
+ * and documents to placeholders, skill listings stripped), the live
+ * session's prefix is no longer the request's, so forking gains nothing:
+ * `summarizeStored` writes the prepared view as a throwaway session, asks
+ * a CLI resumed over it, and removes it. The offline pass does the same
+ * over a stored session.
+ *
  * @since 0.0.0
  */
-import { Permissions, type Session, Worker } from "@skein/session"
-import { Effect, Option, Schema } from "effect"
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { Transcript } from "@skein/protocol"
+import { Permissions, Session, Worker } from "@skein/session"
+import { Branch, type ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { Clock, Effect, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 
 /**
  * The worker gave no summary.
@@ -37,6 +48,8 @@ export const prompt = [
   "what is done; what is pending; and the very next step, quoting the latest request word for word.",
   "Put the whole summary inside <summary></summary> tags."
 ].join("\n")
+
+const denyAll = Permissions.make(() => Effect.succeed(Permissions.deny("compaction runs no tools")))
 
 /** The text between the last `<summary>` tags, or the whole answer. */
 export const extract = (text: string): Option.Option<string> => {
@@ -64,16 +77,74 @@ export const summarize = Effect.fn("SummarizingCompaction.summarize")(function*(
     prompt,
     maxTurns: 1,
     toolkits: "none",
-    permissions: Permissions.make(() => Effect.succeed(Permissions.deny("compaction runs no tools")))
+    permissions: denyAll
   })
   const result = yield* worker.result.pipe(
     Effect.mapError((error) => new SummaryFailed({ reason: `the summarizing worker failed: ${error._tag}` }))
   )
+  return yield* summaryOf(result, "summarizing worker")
+}, Effect.scoped)
+
+/** The answer of a summary turn, or why there is none. */
+const summaryOf = (result: { readonly isError: boolean; readonly interrupted: boolean; readonly subtype?: string | undefined; readonly text?: string | undefined }, who: string) => {
   if (result.isError || result.interrupted) {
-    return yield* new SummaryFailed({ reason: `the summarizing worker ended with ${result.subtype ?? "an error"}` })
+    return Effect.fail(new SummaryFailed({ reason: `the ${who} ended with ${result.subtype ?? "an error"}` }))
   }
-  return yield* Option.match(extract(result.text ?? ""), {
-    onNone: () => Effect.fail(new SummaryFailed({ reason: "the summarizing worker answered no text" })),
+  return Option.match(extract(result.text ?? ""), {
+    onNone: () => Effect.fail(new SummaryFailed({ reason: `the ${who} answered no text` })),
     onSome: Effect.succeed
   })
+}
+
+/**
+ * Asks for the summary of `entries` (a prepared view of a stored session)
+ * with a CLI of its own: the entries are written as a throwaway session in
+ * the same project (a straight chain, as `Branch` writes one), a CLI
+ * resumed over it runs one turn (`maxTurns: 1`, tools denied), and the
+ * throwaway file is removed whatever happens. The stored session is only read.
+ *
+ * @since 0.0.0
+ */
+export const summarizeStored = Effect.fn("SummarizingCompaction.summarizeStored")(function*(input: {
+  /** How to run the CLI (cwd, executable, environment, config dir). */
+  readonly launch: Session.SessionOptions
+  readonly view: ResumeLoader.Conversation
+  readonly sessionId: string
+  readonly entries: ReadonlyArray<Transcript.ChainEntry>
+}) {
+  const fs = yield* FileSystem.FileSystem
+  const store = yield* TranscriptStore.TranscriptStore
+  const leaf = input.entries[input.entries.length - 1]
+  if (leaf === undefined) return yield* new SummaryFailed({ reason: "nothing to summarize" })
+  const copyId = randomUUID()
+  const cwd = yield* TranscriptLayout.canonicalCwd(input.launch.cwd)
+  const paths = store.layout.session(cwd, copyId)
+  const { lines } = Branch.render({ ...input.view, entries: input.entries }, {
+    sessionId: copyId,
+    parentSessionId: input.sessionId,
+    at: leaf.uuid,
+    now: new Date(yield* Clock.currentTimeMillis)
+  })
+  const text = lines.map((line) => JSON.stringify(line)).join("\n") + "\n"
+  yield* Effect.acquireRelease(
+    fs.writeFileString(paths.transcript, text, { mode: 0o600 }).pipe(
+      Effect.mapError((e) => new SummaryFailed({ reason: `cannot write the prepared history: ${e.message}` }))
+    ),
+    () => Effect.ignore(Effect.zipRight(fs.remove(paths.transcript), fs.remove(paths.sessionDir, { recursive: true })))
+  )
+  const session = yield* Session.start({
+    ...input.launch,
+    resume: copyId,
+    forkSession: undefined,
+    continue: undefined,
+    maxTurns: 1,
+    allowedTools: []
+  }).pipe(Effect.provideService(Permissions.Permissions, denyAll))
+  const result = yield* session.send(prompt).pipe(
+    Effect.flatMap((turn) => turn.result),
+    Effect.mapError((error) => new SummaryFailed({ reason: `the summarizing CLI failed: ${error._tag}` }))
+  )
+  yield* session.end
+  yield* session.exit
+  return yield* summaryOf(result, "summarizing CLI")
 }, Effect.scoped)
