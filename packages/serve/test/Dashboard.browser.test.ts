@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Effect, Exit, Scope } from "effect"
+import { Effect, Exit, Schema, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Os from "node:os"
@@ -57,10 +57,12 @@ const api = (server: Harness.Running, method: string, path: string, body?: unkno
     return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
   })
 
+const Identified = Schema.Struct({ id: Schema.String })
+
 const createSession = (server: Harness.Running, title: string) =>
   Effect.map(api(server, "POST", "/session", { title }), (r) => {
     expect(r.status).toBe(200)
-    return r.body as { readonly id: string }
+    return Schema.decodeUnknownSync(Identified)(r.body)
   })
 
 /** The text of the view's assistant messages, in order. */
@@ -83,14 +85,15 @@ const sendPrompt = async (page: Page, text: string) => {
 const headerStatus = (page: Page, status: string) => page.locator(`#session[data-status="${status}"]`).waitFor()
 
 const freePort = Effect.promise(() =>
-    new Promise<number>((resolve) => {
-      const server = Net.createServer()
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        const port = typeof address === "object" && address !== null ? address.port : 0
-        server.close(() => resolve(port))
-      })
-    }))
+  new Promise<number>((resolve) => {
+    const server = Net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+)
 
 describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve with the real CLI", () => {
   it.scopedLive("the login form lets in; the list shows a session; a typed prompt streams its reply into the view", () =>
@@ -216,7 +219,7 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await ask.waitFor()
       })
       const pending = yield* api(server, "GET", "/permission")
-      const asked = pending.body as ReadonlyArray<{ readonly id: string }>
+      const asked = Schema.decodeUnknownSync(Schema.Array(Identified))(pending.body)
       expect(asked).toHaveLength(1)
       expect((yield* api(server, "POST", `/permission/${asked[0]!.id}/reply`, { reply: "once" })).status).toBe(200)
       yield* Effect.promise(async () => {
@@ -224,6 +227,39 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await page.locator(".message-assistant .text", { hasText: "Answered elsewhere." }).waitFor()
       })
       expect(Fs.existsSync(Path.join(server.dirs.cwd, "elsewhere.txt"))).toBe(true)
+      expect(errors).toEqual([])
+    }))
+
+  it.scopedLive("a retry shows as its own part, reasoning is collapsed until opened, a compaction shows its marker", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.withRetryAfter(FakeModel.overloaded, 200),
+          FakeModel.combine(FakeModel.thinking("Thinking it over."), FakeModel.text("After a retry."))
+        ]
+      })
+      const server = yield* Harness.start(model)
+      const session = yield* createSession(server, "parts")
+      const browser = yield* launch
+      const { errors, page } = yield* open(browser)
+      const seen = yield* Effect.promise(async () => {
+        await page.goto(`${server.url}/?token=${Harness.token}#/session/${session.id}`)
+        await page.locator("#session-title", { hasText: "parts" }).waitFor()
+        await sendPrompt(page, "Think, then answer")
+        await page.locator(".message-assistant .text", { hasText: "After a retry." }).waitFor()
+        const retry = await page.locator(".retry").first().textContent()
+        const reasoning = page.locator("details.reasoning")
+        const closed = { open: await reasoning.getAttribute("open"), visible: await reasoning.getByText("Thinking it over.").isVisible() }
+        await reasoning.locator("summary").click()
+        const opened = await reasoning.getByText("Thinking it over.").isVisible()
+        await headerStatus(page, "idle")
+        await sendPrompt(page, "/compact")
+        await page.locator(".marker", { hasText: "context compacted" }).waitFor()
+        return { retry, closed, opened }
+      })
+      expect(seen.retry).toMatch(/^retry 1: /)
+      expect(seen.closed).toEqual({ open: null, visible: false })
+      expect(seen.opened).toBe(true)
       expect(errors).toEqual([])
     }))
 
