@@ -13,7 +13,7 @@ import { ProcessHost } from "@skein/kernel"
 import { Serve } from "@skein/serve"
 import { Permissions, Session } from "@skein/session"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Context, Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Layer, Stream } from "effect"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { Tracing } from "../src/index.js"
@@ -136,15 +136,72 @@ describe("Tracing", () => {
     )
   })
 
+  it.scopedLive("an interrupted turn: its span says so, the interrupt request is under it; no span per stream line", () => {
+    const exporter = new InMemorySpanExporter()
+    return Effect.gen(function*() {
+      const long = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ")
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.withDelay(FakeModel.text(long), "100 millis"), FakeModel.text("Back again.")]
+      })
+      const d = yield* dirs
+      yield* Effect.scoped(Effect.gen(function*() {
+        const session = yield* Session.start({
+          cwd: d.cwd,
+          configDir: d.configDir,
+          env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
+          bare: true,
+          includePartialMessages: true,
+          stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+        })
+        const turn = yield* session.send("Talk for a while")
+        const interruptOnce = yield* Effect.once(session.interrupt)
+        yield* turn.events.pipe(
+          Stream.tap((event) => event._tag === "Message" && event.message.type === "stream_event" ? interruptOnce : Effect.void),
+          Stream.runDrain,
+          Effect.fork
+        )
+        expect((yield* turn.result).interrupted).toBe(true)
+        expect((yield* Effect.flatMap(session.send("Are you there?"), (t) => t.result)).text).toBe("Back again.")
+      }))
+      const spans = exporter.getFinishedSpans()
+      const session = only(spans, "Session")
+      const inSession = spans.filter((span) => span.spanContext().traceId === session.spanContext().traceId)
+      // Dozens of stream_event lines, and still only these.
+      expect(inSession.map((span) => span.name).sort()).toEqual([
+        "Session",
+        "Session.request initialize",
+        "Session.request interrupt",
+        "Session.turn",
+        "Session.turn"
+      ])
+      const [first, second] = byName(spans, "Session.turn")
+      expect([first!.attributes["skein.turn.index"], first!.attributes["skein.turn.interrupted"]]).toEqual([1, true])
+      expect([second!.attributes["skein.turn.index"], second!.attributes["skein.turn.interrupted"]]).toEqual([2, false])
+      const interrupt = only(spans, "Session.request interrupt")
+      expect(parentOf(interrupt)).toBe(idOf(first!))
+      expect(interrupt.links.map((link) => link.context.spanId)).toEqual([idOf(only(spans, "Session.interrupt"))])
+    }).pipe(
+      Effect.provide(Layer.mergeAll(liveLayer, Tracing.layer({ spanProcessors: new SimpleSpanProcessor(exporter) })))
+    )
+  })
+
   it.scopedLive("without the layer a session runs as usual and exports nothing, even with a tracer built elsewhere", () => {
     const exporter = new InMemorySpanExporter()
     return Effect.gen(function*() {
-      // Up, in a fiber of its own, but not provided to the session: spans must not reach it through any global.
-      yield* Layer.launch(Tracing.layer({ spanProcessors: new SimpleSpanProcessor(exporter) })).pipe(Effect.forkScoped)
-      yield* Effect.yieldNow()
+      // Up, in a fiber of its own, and working there (its probe is exported), but not provided to the
+      // session: no span of the session may reach it through any global.
+      const ready = yield* Deferred.make<void>()
+      yield* Effect.void.pipe(
+        Effect.withSpan("probe"),
+        Effect.zipRight(Deferred.succeed(ready, undefined)),
+        Effect.zipRight(Effect.never),
+        Effect.provide(Tracing.layer({ spanProcessors: new SimpleSpanProcessor(exporter) })),
+        Effect.forkScoped
+      )
+      yield* Deferred.await(ready)
       const { summary } = yield* oneTurn
       expect(summary.text).toBe("One of two.")
-      expect(exporter.getFinishedSpans()).toEqual([])
+      expect(exporter.getFinishedSpans().map((span) => span.name)).toEqual(["probe"])
     }).pipe(Effect.provide(liveLayer))
   })
 
