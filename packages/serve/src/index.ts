@@ -1,6 +1,7 @@
 /**
  * @skein/serve: opencode's canonical events from skein sessions.
  */
+export * as Dashboard from "./Dashboard.js"
 export * as EventTranslator from "./EventTranslator.js"
 export * as History from "./History.js"
 export * as Ids from "./Ids.js"
