@@ -3,10 +3,28 @@ import { defineConfig } from "vitest/config"
 /** Suites that drive a whole terminal or browser run alone, after the rest: see `vitest.heavy.config.ts`. */
 export const heavy = ["**/*.tui.test.ts", "**/*.browser.test.ts"]
 
+/**
+ * Tests run from sources: the "@skein/source" export condition resolves every
+ * @skein/* import to the package's `src/`, never its built `dist/`. Vitest
+ * resolves with it, and so does every Node child a test starts (NODE_OPTIONS).
+ */
+export const sourceConditions = {
+  resolve: { conditions: ["@skein/source", "node", "development|production"] },
+  ssr: { resolve: { conditions: ["@skein/source", "node", "development|production"] } }
+}
+const nodeOptions = process.env.NODE_OPTIONS ?? ""
+export const sourceEnv = {
+  NODE_OPTIONS: nodeOptions.includes("--conditions=@skein/source")
+    ? nodeOptions
+    : `${nodeOptions} --conditions=@skein/source`.trim()
+}
+
 export default defineConfig({
+  ...sourceConditions,
   test: {
     include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
     exclude: ["**/node_modules/**", ...heavy],
+    env: sourceEnv,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: each real CLI process costs ~200 MB and a core for ~0.5 s.

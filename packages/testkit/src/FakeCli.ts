@@ -610,8 +610,10 @@ export interface Command {
   readonly env: Readonly<Record<string, string>>
 }
 
-/** Path of the child's entry point. */
-export const binPath: string = fileURLToPath(new URL("./bin/fake-cli.ts", import.meta.url))
+/** Path of the child's entry point: next to this module, as TypeScript in sources, as JavaScript in dist/. */
+export const binPath: string = fileURLToPath(
+  new URL(import.meta.url.endsWith(".ts") ? "./bin/fake-cli.ts" : "./bin/fake-cli.js", import.meta.url)
+)
 
 /** The `node` arguments that start the child, before the CLI flags. */
 export const entryArgs = (runner: TsChild.Runner = "bundle"): ReadonlyArray<string> => TsChild.nodeArgs(binPath, runner)

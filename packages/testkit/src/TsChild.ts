@@ -22,7 +22,7 @@ interface Manifest {
 }
 
 /** Bumped when the build options change, so older cached bundles are not reused. */
-const buildVersion = 2
+const buildVersion = 3
 
 const digest = (data: string | Uint8Array) => createHash("sha256").update(data).digest("hex")
 
@@ -81,6 +81,8 @@ export const bundle = (entry: string): string => {
     write: false,
     metafile: true,
     logLevel: "silent",
+    // @skein/* imports resolve to the packages' TypeScript sources, as in the tests (see the packages' `exports`).
+    conditions: ["@skein/source"],
     // CommonJS dependencies (undici, under the platform's Node layer) require node builtins at run time.
     banner: { js: "import { createRequire as __skeinRequire } from \"node:module\"; const require = __skeinRequire(import.meta.url);" },
     outfile: path.join(dir, `${name}.mjs`)
@@ -101,9 +103,11 @@ export const bundle = (entry: string): string => {
 
 /**
  * Loader flags that let plain `node` run a TypeScript entry: tsx's ESM hook,
- * by absolute URL so the child's cwd does not matter.
+ * by absolute URL so the child's cwd does not matter, and @skein/* imports
+ * resolved to sources.
  */
 export const loaderArgs = (): ReadonlyArray<string> => [
+  "--conditions=@skein/source",
   "--import",
   pathToFileURL(createRequire(import.meta.url).resolve("tsx/esm")).href
 ]
