@@ -10,7 +10,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { TranscriptLayout } from "@skein/store"
 import { Serve, Token } from "@skein/serve"
 import { ClaudeCli } from "@skein/testkit"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
 import { createServer } from "node:http"
 import * as Path from "node:path"
@@ -30,6 +30,10 @@ const serveOptions = {
   ),
   fakeModel: Options.boolean("fake-model").pipe(
     Options.withDescription("run the CLIs offline against a local fake model, with a throwaway config folder")
+  ),
+  otel: Options.text("otel").pipe(
+    Options.withDescription("send traces to this OTLP/HTTP collector (e.g. http://localhost:4318); off by default"),
+    Options.optional
   )
 } as const
 
@@ -38,7 +42,22 @@ interface ServeConfig {
   readonly hostname: string
   readonly roots: ReadonlyArray<string>
   readonly fakeModel: boolean
+  readonly otel: Option.Option<string>
 }
+
+/**
+ * OTLP tracing for the whole server when `--otel` is given. The OpenTelemetry
+ * SDK is loaded only then, so a server (or any other command) without it
+ * pays nothing for it.
+ */
+const tracing = (otel: Option.Option<string>): Layer.Layer<never> =>
+  Option.match(otel, {
+    onNone: () => Layer.empty,
+    onSome: (url) =>
+      Layer.unwrapEffect(
+        Effect.map(Effect.promise(() => import("@skein/runtime/Tracing")), (Tracing) => Tracing.layerOtlp({ url, serviceName: "skein-serve" }))
+      )
+  })
 
 /** The config folder and session options: the person's own, or offline ones. */
 const target = (fakeModel: boolean) =>
@@ -77,13 +96,14 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
   )
 })
 
-export const serve = Command.make("serve", serveOptions, (config) => Effect.scoped(listen(config))).pipe(
+export const serve = Command.make("serve", serveOptions, (config) =>
+  Effect.scoped(listen(config)).pipe(Effect.provide(tracing(config.otel)))).pipe(
   Command.withDescription(HelpDoc.blocks([
     HelpDoc.p(
       "Serve Claude Code sessions over HTTP and SSE, opencode-compatible; prints its URL and token. " +
         "Clients pass the token as OPENCODE_SERVER_PASSWORD (basic auth). Ctrl-C stops it."
     ),
-    HelpDoc.p("Example: skein serve --port 4096 --root ~/src/app")
+    HelpDoc.p("Example: skein serve --port 4096 --root ~/src/app --otel http://localhost:4318")
   ]))
 )
 

@@ -31,6 +31,8 @@ export interface Options {
   readonly onStderr?: ((child: ChildProcess.ChildProcess, stderr: string) => void) | undefined
   /** Leave stdin open after writing `stdin`. */
   readonly keepStdin?: boolean | undefined
+  /** Variables to set (a string) or unset (undefined) over this process's environment. */
+  readonly env?: Readonly<Record<string, string | undefined>> | undefined
 }
 
 /** Runs `skein ...args` to its exit. */
@@ -38,7 +40,7 @@ export const skein = (args: ReadonlyArray<string>, options: Options): Effect.Eff
   Effect.async<Ran>((resume) => {
     const child = ChildProcess.spawn(process.execPath, [bin, ...args], {
       cwd: options.cwd,
-      env: { ...process.env, NO_COLOR: "1" },
+      env: { ...process.env, NO_COLOR: "1", ...options.env },
       stdio: ["pipe", "pipe", "pipe"]
     })
     let stdout = ""
@@ -58,6 +60,15 @@ export const skein = (args: ReadonlyArray<string>, options: Options): Effect.Eff
       child.kill("SIGKILL")
     })
   })
+
+/** The one line a failing command printed, checked to be the only output. */
+export const errorLine = (ran: Ran): string => {
+  const lines = ran.stderr.split("\n").filter((line) => line.length > 0)
+  if (ran.code === 0 || ran.stdout !== "" || lines.length !== 1 || !lines[0]!.startsWith("skein: ")) {
+    throw new Error(`expected one error line and a non-zero exit, got ${ran.code}: ${JSON.stringify(ran)}`)
+  }
+  return lines[0]!
+}
 
 /** Pids of live processes whose working folder is `dir` or inside it. */
 export const processesIn = (dir: string): ReadonlyArray<number> =>

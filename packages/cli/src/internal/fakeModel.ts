@@ -2,7 +2,8 @@
  * The model behind `--fake-model`: testkit's FakeModel on 127.0.0.1 with a
  * few conventions, so the command can be tried (and tested) offline:
  * - a prompt line `$ <command>` gets a Bash tool call running it, and then a
- *   line saying what it printed;
+ *   line saying what it printed; `$& <command>` runs it in the background
+ *   (a task; the full CLI only, see `--full-cli`);
  * - a prompt containing `[slow]` gets a long answer streamed slowly (to try Ctrl-C);
  * - anything else gets FakeModel's friendly greeting.
  */
@@ -43,6 +44,10 @@ export const reply = (request: FakeModel.RecordedRequest): FakeModel.Reply => {
     return FakeModel.text(failed ? `The command was not run: ${printed}` : `The command printed: ${printed}`)
   }
   const text = known.map((block) => block.type === "text" ? block.text : "").join("\n")
+  const background = text.split("\n").find((line) => line.startsWith("$& "))
+  if (background !== undefined) {
+    return FakeModel.toolUse("Bash", { command: background.slice(3), description: "Run it in the background", run_in_background: true })
+  }
   const command = text.split("\n").find((line) => line.startsWith("$ "))
   if (command !== undefined) return FakeModel.toolUse("Bash", { command: command.slice(2), description: "Run the command" })
   if (text.includes("[slow]")) return FakeModel.withDelay(FakeModel.text(slowAnswer), Duration.millis(40))
