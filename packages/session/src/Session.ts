@@ -217,7 +217,8 @@ const runOn = Effect.fnUntraced(function*(
   const endedWith = Deferred.poll(ended).pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: Effect.asSome }))
   )
-  const closed = new SessionClosed()
+  // It has no fields to check: skip the constructor's Schema validation on the start path.
+  const closed = new SessionClosed({}, { disableValidation: true })
   const exitDrain = options.exitDrain ?? Duration.seconds(1)
   const trace = yield* Trace.make({ cwd: options.cwd, pid: child.pid, resume: options.resume })
 

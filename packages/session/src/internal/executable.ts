@@ -28,11 +28,13 @@ const fromPackage = (): string | undefined => {
   }
 }
 
+/** The path found first; the search is synchronous fs work, so it runs once, not at every session start. */
+let found: string | undefined
+
 export const resolve: Effect.Effect<string, CliNotFound> = Effect.suspend(() => {
-  const installed = fromPackage()
-  if (installed !== undefined) return Effect.succeed(installed)
+  if (found !== undefined) return Effect.succeed(found)
   const dirs = (process.env.PATH ?? "").split(Path.delimiter).filter((d) => d.length > 0)
-  const onPath = dirs.map((d) => Path.join(d, "claude")).find(isExecutable)
-  if (onPath !== undefined) return Effect.succeed(onPath)
+  found = fromPackage() ?? dirs.map((d) => Path.join(d, "claude")).find(isExecutable)
+  if (found !== undefined) return Effect.succeed(found)
   return Effect.fail(new CliNotFound({ searched: ["@anthropic-ai/claude-code", ...dirs.map((d) => Path.join(d, "claude"))] }))
 })

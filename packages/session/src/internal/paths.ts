@@ -17,19 +17,20 @@ export const configRoot = (options: {
     (options.envMode === "replace" ? undefined : process.env.CLAUDE_CONFIG_DIR) ??
     Path.join(Os.homedir(), ".claude")
 
+const exists = (path: string): Promise<boolean> => Fs.promises.access(path).then(() => true, () => false)
+
 /**
  * Whether `--resume <resume>` can find its transcript: a path, or an id the
  * CLI looks up in every project folder of the root (it resumes across cwds).
+ * Asynchronous: a root with many projects must not hold the event loop.
  */
 export const resumable = (root: string, resume: string): Effect.Effect<boolean> =>
-  Effect.sync(() => {
-    if (resume.endsWith(TranscriptLayout.transcriptExtension)) return Fs.existsSync(resume)
+  Effect.promise(async () => {
+    if (resume.endsWith(TranscriptLayout.transcriptExtension)) return exists(resume)
     const projects = TranscriptLayout.projectsDir(root)
-    try {
-      return Fs.readdirSync(projects).some((dir) => Fs.existsSync(Path.join(projects, dir, `${resume}${TranscriptLayout.transcriptExtension}`)))
-    } catch {
-      return false
-    }
+    const dirs = await Fs.promises.readdir(projects).catch((): ReadonlyArray<string> => [])
+    const found = await Promise.all(dirs.map((dir) => exists(Path.join(projects, dir, `${resume}${TranscriptLayout.transcriptExtension}`))))
+    return found.includes(true)
   })
 
 /** The transcript path the CLI uses for a session under a config root. */
