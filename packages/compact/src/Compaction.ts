@@ -8,7 +8,7 @@
  *
  * @since 0.0.0
  */
-import type * as FileSystem from "@effect/platform/FileSystem"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { Transcript } from "@skein/protocol"
 import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { Cause, Clock, Data, Effect, Either, Exit, Option } from "effect"
@@ -113,12 +113,7 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
     now,
     uuid: randomUUID
   }, restored)
-  const target = { cwd: options.cwd, sessionId: options.sessionId }
-  // One append, never cut by an interruption: the file holds the old view or the new one. A write
-  // that fails half-way leaves a torn last line; opening the file again cuts it, before any CLI reads it.
-  yield* Effect.uninterruptible(Effect.scoped(
-    Effect.flatMap(store.open(target), (writer) => CompactBoundary.append(writer, written))
-  )).pipe(Effect.tapError(() => Effect.ignore(Effect.scoped(store.open(target)))))
+  yield* appendOnce(path, { cwd: options.cwd, sessionId: options.sessionId }, written)
   return Outcome.Compacted({
     pass: options.pass,
     preTokens: plan.preTokens,
@@ -128,6 +123,23 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
     boundaryUuid: written.boundaryUuid
   })
 })
+
+/**
+ * One append, never cut by an interruption: the file holds the old view or
+ * the new one. A write that fails part-way (a full disk) could leave the
+ * boundary without its summary, which is neither: the file is cut back to
+ * its size before the append, before any CLI reads it again.
+ */
+const appendOnce = (path: string, target: TranscriptStore.WriterTarget, written: CompactBoundary.Entries) =>
+  Effect.gen(function*() {
+    const store = yield* TranscriptStore.TranscriptStore
+    const fs = yield* FileSystem.FileSystem
+    const writer = yield* store.open(target)
+    const size = yield* fs.stat(path).pipe(Effect.map((info) => Option.some(info.size)), Effect.orElseSucceed(() => Option.none()))
+    yield* CompactBoundary.append(writer, written).pipe(
+      Effect.tapError(() => Option.match(size, { onNone: () => Effect.void, onSome: (n) => Effect.ignore(fs.truncate(path, n)) }))
+    )
+  }).pipe(Effect.scoped, Effect.uninterruptible)
 
 /** The session's `summary.md`, unless a summary is given. */
 const memorySummary = (path: string, given: string | undefined) =>
