@@ -8,10 +8,16 @@
  *
  * skein: each group is spawned by a ProcessHost (with a journal file) in its
  * own Scope on its own fiber, all under one owner fiber; the clock starts at
- * `Fiber.interrupt(owner)` and stops when /proc shows all 20 pids gone. The scope's finalizers run the stop sequence
- * (close stdin, stdin grace, SIGTERM, term grace, SIGKILL) and then SIGKILL
- * each group; the grace periods used are printed. The shells and sleeps die on
- * SIGTERM, so a nonzero term grace is not waited out.
+ * `Fiber.interrupt(owner)`. "gone" stops when /proc shows all 20 pids gone;
+ * "closed" when the interrupt returns, i.e. every release has also swept
+ * /proc for escapees and rewritten the journal. The scope's finalizers run
+ * the stop sequence (close stdin, stdin grace, SIGTERM, term grace, SIGKILL)
+ * and then SIGKILL each group; the grace periods used are printed. The shells
+ * and sleeps die on SIGTERM, so a nonzero term grace is not waited out.
+ *
+ * "stall" is the longest the event loop was blocked during the close
+ * (`monitorEventLoopDelay`, 1 ms resolution): the cost every other session
+ * of the process pays.
  *
  * baseline: the same groups spawned with node:child_process (`detached`), then
  * `process.kill(-pgid, "SIGKILL")` for each and a wait for every leader's exit
@@ -27,6 +33,7 @@ import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import * as NodePerf from "node:perf_hooks"
 import { ProcessHost } from "@skein/kernel"
 
 const rounds = Number(process.argv[2] ?? 7)
@@ -77,21 +84,42 @@ const spawnRaw = () =>
     })
   })
 
-const baselineRound = async (): Promise<number> => {
+interface Round {
+  readonly gone: number
+  readonly closed: number
+  readonly stall: number
+}
+
+/** The longest event-loop block while `body` runs, in ms. */
+const stallDuring = async <A>(body: () => Promise<A>): Promise<{ readonly value: A; readonly stall: number }> => {
+  const histogram = NodePerf.monitorEventLoopDelay({ resolution: 1 })
+  histogram.enable()
+  try {
+    const value = await body()
+    return { value, stall: histogram.max / 1e6 }
+  } finally {
+    histogram.disable()
+  }
+}
+
+const baselineRound = async (): Promise<Round> => {
   const spawned = await Promise.all(Array.from({ length: groups }, spawnRaw))
   const pids = spawned.flatMap((s) => s.pids)
   if (pids.length !== total) throw new Error(`expected ${total} pids, got ${pids.length}`)
   try {
-    const start = performance.now()
-    const exits = spawned.map(({ child }) =>
+    const { stall, value: gone } = await stallDuring(async () => {
+      const start = performance.now()
+      const exits = spawned.map(({ child }) =>
       child.exitCode !== null || child.signalCode !== null
         ? Promise.resolve()
         : new Promise<void>((resolve) => child.once("exit", () => resolve()))
     )
-    for (const { child } of spawned) process.kill(-child.pid!, "SIGKILL")
-    await Promise.all(exits)
-    await untilGone(pids)
-    return performance.now() - start
+      for (const { child } of spawned) process.kill(-child.pid!, "SIGKILL")
+      await Promise.all(exits)
+      await untilGone(pids)
+      return performance.now() - start
+    })
+    return { gone, closed: gone, stall }
   } finally {
     killAll(pids)
   }
@@ -125,12 +153,18 @@ const skeinRound = (stopTimeouts: ProcessHost.StopTimeouts) =>
     const owner = yield* Effect.fork(Effect.forEach(readies, group, { concurrency: "unbounded" }))
     const pids = (yield* Effect.forEach(readies, Deferred.await)).flat()
     if (pids.length !== total) throw new Error(`expected ${total} pids, got ${pids.length}`)
-    const start = performance.now()
-    yield* Fiber.interrupt(owner)
-    yield* Effect.promise(() => untilGone(pids))
-    const elapsed = performance.now() - start
+    const round = yield* Effect.promise(() =>
+      stallDuring(async () => {
+        const start = performance.now()
+        const closing = Effect.runPromise(Fiber.interrupt(owner))
+        await untilGone(pids)
+        const gone = performance.now() - start
+        await closing
+        return { gone, closed: performance.now() - start }
+      })
+    )
     killAll(pids)
-    return elapsed
+    return { ...round.value, stall: round.stall } satisfies Round
   })
 
 const median = (xs: ReadonlyArray<number>): number => {
@@ -154,7 +188,7 @@ const main = Effect.gen(function*() {
       }`
     )
   }
-  const times: Record<string, Array<number>> = { baseline: [] }
+  const times: Record<string, Array<Round>> = { baseline: [] }
   for (const v of variants) times[v.name] = []
   // One warm-up round each, not counted.
   yield* Effect.promise(baselineRound)
@@ -163,11 +197,18 @@ const main = Effect.gen(function*() {
     times.baseline!.push(yield* Effect.promise(baselineRound))
     for (const v of variants) times[v.name]!.push(yield* skeinRound(v.timeouts))
   }
-  const base = median(times.baseline!)
-  console.log(`baseline (SIGKILL each group): median ${base.toFixed(2)} ms`)
+  const field = (name: string, key: keyof Round) => median(times[name]!.map((round) => round[key]))
+  const base = field("baseline", "gone")
+  console.log(
+    `baseline (SIGKILL each group): gone ${base.toFixed(2)} ms, stall ${field("baseline", "stall").toFixed(1)} ms`
+  )
   for (const v of variants) {
-    const m = median(times[v.name]!)
-    console.log(`${v.name}: median ${m.toFixed(2)} ms, ratio ${(m / base).toFixed(2)}x baseline`)
+    const gone = field(v.name, "gone")
+    console.log(
+      `${v.name}: gone ${gone.toFixed(2)} ms (${(gone / base).toFixed(2)}x baseline), closed ${
+        field(v.name, "closed").toFixed(2)
+      } ms, stall ${field(v.name, "stall").toFixed(1)} ms (medians)`
+    )
   }
 }).pipe(
   Effect.provide(

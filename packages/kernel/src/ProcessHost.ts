@@ -187,19 +187,20 @@ export interface MakeOptions {
 
 /**
  * Reaps the journal's orphans (unless `reap: false`), then serves spawns that
- * the journal records.
+ * the journal records. Its scope holds the sweeper that the releases of
+ * children share.
  *
  * @since 0.0.0
  */
 export const make = (
   options?: MakeOptions
-): Effect.Effect<ProcessHost["Type"], never, ProcessJournal.ProcessJournal> => internal.make(options)
+): Effect.Effect<ProcessHost["Type"], never, ProcessJournal.ProcessJournal | Scope.Scope> => internal.make(options)
 
 /**
  * @since 0.0.0
  */
 export const layer = (options?: MakeOptions): Layer.Layer<ProcessHost, never, ProcessJournal.ProcessJournal> =>
-  Layer.effect(ProcessHost, make(options))
+  Layer.scoped(ProcessHost, make(options))
 
 /**
  * ProcessHost over a journal file at `journal`; provides both services.

@@ -27,6 +27,7 @@ import { Path } from "@effect/platform/Path"
 import { Clock, Context, Duration, Effect, Layer, Option, Ref, Schedule, Schema } from "effect"
 import * as AtomicFile from "./AtomicFile.js"
 import * as FileLock from "./FileLock.js"
+import * as Batcher from "./internal/batcher.js"
 import * as Marker from "./internal/marker.js"
 import * as procfs from "./internal/procfs.js"
 
@@ -156,6 +157,8 @@ export interface MakeOptions {
 }
 
 /**
+ * Its scope holds the writer that batches changes.
+ *
  * @since 0.0.0
  */
 export const make = Effect.fnUntraced(function*(storage: Storage, options?: MakeOptions) {
@@ -165,8 +168,15 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
     identity: Option.getOrNull(yield* procfs.identify(source, process.pid))
   }
   const lock = yield* Effect.makeSemaphore(1)
-  const update = (f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) =>
-    lock.withPermits(1)(storage.update(f))
+  // Changes that arrive together (the children of one scope close) share
+  // one read-modify-write: one lock, one fsync'd file.
+  const changes = yield* Batcher.make((fs: ReadonlyArray<(entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>>) =>
+    Effect.as(
+      lock.withPermits(1)(storage.update((entries) => fs.reduce((acc, f) => f(acc), entries))),
+      fs.map(() => undefined)
+    )
+  )
+  const update = changes.submit
 
   const ownerAlive = (entry: Entry): Effect.Effect<boolean> => {
     const recorded = entry.owner.identity
@@ -194,11 +204,11 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
     }
     // Escapees from the group (setsid) still carry the marker, even when the
     // group is gone or its pid now runs another program.
-    const marked = entry.marker === undefined ? [] : yield* Marker.killAll(entry.marker)
+    const marked = entry.marker === undefined ? [] : yield* Marker.killMarked(entry.marker)
     if (members.length === 0 && marked.length === 0) {
       return { _tag: "dropped", reason: reused ? "pid reused" : "gone" } as const
     }
-    yield* procfs.waitUntil(() => members.every((pid) => !procfs.isLive(pid)), 2_000)
+    yield* procfs.waitGone(members, 2_000)
     return { _tag: "reaped", members: Array.from(new Set([...members, ...marked])) } as const
   })
 
@@ -338,14 +348,14 @@ export const memoryStorage: Effect.Effect<Storage> = Effect.map(
 export const layer = (
   options: MakeOptions & { readonly path: string }
 ): Layer.Layer<ProcessJournal, never, FileSystem | Path> =>
-  Layer.effect(ProcessJournal, Effect.flatMap(fileStorage(options.path), (storage) => make(storage, options)))
+  Layer.scoped(ProcessJournal, Effect.flatMap(fileStorage(options.path), (storage) => make(storage, options)))
 
 /**
  * A journal in memory, for embedders and tests that do not need reaping.
  *
  * @since 0.0.0
  */
-export const layerMemory: Layer.Layer<ProcessJournal> = Layer.effect(
+export const layerMemory: Layer.Layer<ProcessJournal> = Layer.scoped(
   ProcessJournal,
   Effect.flatMap(memoryStorage, (storage) => make(storage))
 )

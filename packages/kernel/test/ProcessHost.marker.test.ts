@@ -63,7 +63,7 @@ describe("ProcessHost markers", () => {
         return { grandchild, marker: child.marker }
       }).pipe(Effect.scoped)
       expect(yield* waitGone([grandchild])).toBe(true)
-      expect(Marker.scan(marker)).toEqual([])
+      expect(yield* Marker.scan(marker)).toEqual([])
     }).pipe(Effect.provide(ProcessHost.layerMemory({ stopTimeouts: fastStop }))))
 
   it.scopedLive("reaping after a SIGKILLed runtime kills its children's setsid'd descendants too", () =>
@@ -107,6 +107,6 @@ describe("ProcessHost markers", () => {
       // Its group was empty: only the marker found the escapee.
       expect(reaped.get("exited")).toEqual([spawned.grandchildren[1]])
       expect(report.dropped).toEqual([])
-      expect(spawned.markers.flatMap(Marker.scan)).toEqual([])
+      expect((yield* Effect.forEach(spawned.markers, Marker.scan)).flat()).toEqual([])
     }).pipe(Effect.provide(ProcessHost.layerMemory({ stopTimeouts: fastStop }))))
 })

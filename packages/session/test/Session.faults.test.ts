@@ -181,7 +181,7 @@ describe("Session faults (FakeCli)", () => {
   it.scopedLive("a CLI that ignores SIGTERM is SIGKILLed when the session's scope closes", () =>
     Effect.gen(function*() {
       const spawned: Array<ProcessHost.ChildProcess> = []
-      const capturing = Layer.effect(
+      const capturing = Layer.scoped(
         ProcessHost.ProcessHost,
         Effect.map(ProcessHost.make(), (inner) =>
           ProcessHost.ProcessHost.of({

@@ -10,7 +10,6 @@ import type * as ProcessHost from "../ProcessHost.js"
 import * as Errors from "../ProcessHost.js"
 import type { ProcessJournal } from "../ProcessJournal.js"
 import type { NodeChild } from "./childStart.js"
-import * as Marker from "./marker.js"
 import * as procfs from "./procfs.js"
 
 /** After the final SIGKILL, how long a leader may take to report its exit. */
@@ -78,6 +77,8 @@ export const release = (options: {
   readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
   readonly timeouts: Timeouts
   readonly journal: ProcessJournal["Type"]
+  /** Kills what carries a marker; batched across the children a scope close ends (see `Batcher`). */
+  readonly killMarked: (marker: string) => Effect.Effect<ReadonlyArray<number>>
 }): Effect.Effect<void> =>
   Effect.gen(function*() {
     const { identity, kill, node, pid, timeouts } = options
@@ -98,7 +99,7 @@ export const release = (options: {
         now.startTime !== identity.value.startTime)
     if (!recycled) yield* kill("SIGKILL")
     // Then whatever left the group (setsid) but still carries the marker.
-    const escapees = yield* Marker.killAll(options.marker)
+    const escapees = yield* options.killMarked(options.marker)
     if (escapees.length > 0) {
       yield* Effect.logDebug(`ProcessHost: killed ${escapees.length} escaped descendant(s) of ${pid}`)
     }

@@ -11,9 +11,8 @@
  * readable, so the scan finds nothing and the group kill is all there is. A
  * descendant that clears its environment (`env -i`) escapes as well.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import * as NodeCrypto from "node:crypto"
-import * as NodeFs from "node:fs"
 import * as procfs from "./procfs.js"
 
 /** The variable every ProcessHost child, and whatever it starts, carries. */
@@ -32,67 +31,77 @@ export const makeRuntimeId = (): string => `${process.pid.toString(36)}-${NodeCr
 export const chain = (inherited: string | undefined, marker: string): string =>
   inherited === undefined || inherited === "" ? marker : `${inherited}${separator}${marker}`
 
-/** Whether a NUL-separated environment block carries `marker`. */
-export const carries = (environ: string, marker: string): boolean => {
+/** The markers of `wanted` that a NUL-separated environment block carries. */
+const carried = (environ: string, wanted: ReadonlySet<string>): ReadonlyArray<string> => {
   const prefix = `${variable}=`
   for (const entry of environ.split("\0")) {
-    if (entry.startsWith(prefix) && entry.slice(prefix.length).split(separator).includes(marker)) return true
+    if (entry.startsWith(prefix)) return entry.slice(prefix.length).split(separator).filter((m) => wanted.has(m))
   }
-  return false
+  return []
 }
 
-/** Live processes (zombies excluded) that carry `marker`; never this process. */
-export const scan = (marker: string): ReadonlyArray<number> => {
-  if (!procfs.hasProc()) return []
-  let names: ReadonlyArray<string>
-  try {
-    names = NodeFs.readdirSync("/proc")
-  } catch {
-    return []
-  }
-  const pids: Array<number> = []
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue
-    const pid = Number(name)
-    if (pid === process.pid) continue
-    try {
-      // latin1: any byte sequence reads, and the marker is ASCII.
-      if (carries(NodeFs.readFileSync(`/proc/${name}/environ`, "latin1"), marker) && procfs.isLive(pid)) {
-        pids.push(pid)
-      }
-    } catch {
-      // Gone meanwhile, or not ours to read.
-    }
-  }
-  return pids
-}
+/** Whether a NUL-separated environment block carries `marker`. */
+export const carries = (environ: string, marker: string): boolean => carried(environ, new Set([marker])).length > 0
 
 /**
- * SIGKILLs every process that carries `marker`, in rounds: a dying shell may
- * still fork, so each round waits for its victims to die and scans again,
- * until a scan comes back empty or the rounds run out. Returns every pid it
- * signalled. The environment is re-read right before each kill, so a pid is
- * killed only while it carries the marker.
+ * Live processes (zombies excluded) that carry any of `markers`, by marker;
+ * never this process. One pass over /proc serves every marker, and reads
+ * asynchronously (see procfs.ts).
  */
-export const killAll = (marker: string, options?: {
+export const scanAll = (markers: ReadonlySet<string>): Effect.Effect<ReadonlyMap<string, ReadonlyArray<number>>> =>
+  Effect.gen(function*() {
+    const found = new Map<string, Array<number>>()
+    if (markers.size === 0 || !procfs.hasProc()) return found
+    const pids = (yield* procfs.listPids).filter((pid) => pid !== process.pid)
+    yield* Effect.forEach(pids, (pid) =>
+      Effect.gen(function*() {
+        const environ = yield* procfs.readEnviron(pid)
+        if (Option.isNone(environ)) return
+        const hits = carried(environ.value, markers)
+        if (hits.length === 0 || !(yield* procfs.isLiveAsync(pid))) return
+        for (const marker of hits) found.set(marker, [...(found.get(marker) ?? []), pid])
+      }), { concurrency: procfs.sweepConcurrency, discard: true })
+    return found
+  })
+
+/** Live processes (zombies excluded) that carry `marker`; never this process. */
+export const scan = (marker: string): Effect.Effect<ReadonlyArray<number>> =>
+  Effect.map(scanAll(new Set([marker])), (found) => found.get(marker) ?? [])
+
+/**
+ * SIGKILLs every process that carries one of `markers`, in rounds: a dying
+ * shell may still fork, so each round waits for its victims to die and scans
+ * again, until a scan comes back empty or the rounds run out. Returns, by
+ * marker, every pid it signalled. Each round re-reads the environments right
+ * before its kills, so a pid is killed only while it carries a marker.
+ */
+export const killAll = (markers: ReadonlySet<string>, options?: {
   readonly rounds?: number | undefined
   readonly settleMillis?: number | undefined
-}): Effect.Effect<ReadonlyArray<number>> =>
+}): Effect.Effect<ReadonlyMap<string, ReadonlyArray<number>>> =>
   Effect.gen(function*() {
-    const killed = new Set<number>()
+    const killed = new Map<string, Set<number>>()
     const rounds = options?.rounds ?? 5
     for (let round = 0; round < rounds; round++) {
-      const pids = scan(marker)
-      if (pids.length === 0) break
-      for (const pid of pids) {
-        try {
-          process.kill(pid, "SIGKILL")
-          killed.add(pid)
-        } catch {
-          // ESRCH: already gone.
+      const found = yield* scanAll(markers)
+      if (found.size === 0) break
+      const victims = new Set<number>()
+      for (const [marker, pids] of found) {
+        for (const pid of pids) {
+          try {
+            process.kill(pid, "SIGKILL")
+            victims.add(pid)
+            killed.set(marker, (killed.get(marker) ?? new Set()).add(pid))
+          } catch {
+            // ESRCH: already gone.
+          }
         }
       }
-      yield* procfs.waitUntil(() => pids.every((pid) => !procfs.isLive(pid)), options?.settleMillis ?? 500)
+      yield* procfs.waitGone(Array.from(victims), options?.settleMillis ?? 500)
     }
-    return Array.from(killed)
+    return new Map(Array.from(killed, ([marker, pids]) => [marker, Array.from(pids)]))
   })
+
+/** `killAll` for one marker. */
+export const killMarked = (marker: string): Effect.Effect<ReadonlyArray<number>> =>
+  Effect.map(killAll(new Set([marker])), (killed) => killed.get(marker) ?? [])

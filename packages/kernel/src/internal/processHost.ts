@@ -9,6 +9,7 @@ import { Deferred, Effect, Option, Stream } from "effect"
 import type * as ProcessHost from "../ProcessHost.js"
 import * as Errors from "../ProcessHost.js"
 import { ProcessJournal } from "../ProcessJournal.js"
+import * as Batcher from "./batcher.js"
 import * as ChildPipes from "./childPipes.js"
 import { start } from "./childStart.js"
 import * as ChildStdin from "./childStdin.js"
@@ -22,7 +23,8 @@ const acquire = (
   spawnOptions: ProcessHost.SpawnOptions,
   args: ReadonlyArray<string>,
   marker: string,
-  timeouts: ChildStop.Timeouts
+  timeouts: ChildStop.Timeouts,
+  killMarked: (marker: string) => Effect.Effect<ReadonlyArray<number>>
 ) =>
   Effect.gen(function*() {
     const pipes = yield* ChildPipes.make
@@ -70,7 +72,7 @@ const acquire = (
       stderrTail: Effect.sync(pipes.stderrTail)
     }
 
-    const release = ChildStop.release({ pid, marker, identity, node, stop, kill, timeouts, journal })
+    const release = ChildStop.release({ pid, marker, identity, node, stop, kill, timeouts, journal, killMarked })
     return { child, release }
   })
 
@@ -79,6 +81,10 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
   const runtimeId = Marker.makeRuntimeId()
   let spawned = 0
   if (options?.reap !== false) yield* journal.reap
+  // One /proc sweep for all the children that end together.
+  const sweeper = yield* Batcher.make((markers: ReadonlyArray<string>) =>
+    Effect.map(Marker.killAll(new Set(markers)), (killed) => markers.map((marker) => killed.get(marker) ?? []))
+  )
 
   const spawn = Effect.fn("ProcessHost.spawn")(function*(requested: ProcessHost.SpawnOptions) {
     // Inherited by all the child starts, setsid'd escapees included (see marker.ts).
@@ -92,7 +98,7 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
     yield* Effect.annotateCurrentSpan({ command: spawnOptions.command, label: spawnOptions.label ?? "" })
 
     const { child } = yield* Effect.acquireRelease(
-      acquire(journal, spawnOptions, args, marker, timeouts),
+      acquire(journal, spawnOptions, args, marker, timeouts, sweeper.submit),
       ({ release }) => release
     )
     return child

@@ -3,11 +3,15 @@
  * elsewhere. A pid alone is not an identity (pids are reused), so an
  * identity pairs it with the start time and the command line.
  *
- * /proc files are kernel queries answered from memory, so they are read
- * synchronously with node:fs rather than through FileSystem: this keeps
- * ProcessHost free of a FileSystem requirement.
+ * /proc files are kernel queries answered from memory, read with node:fs
+ * rather than through FileSystem: this keeps ProcessHost free of a
+ * FileSystem requirement. What runs while children are ended (the group
+ * sweep, the liveness polls) reads asynchronously: a service hosting many
+ * sessions shares one event loop, and a sweep of /proc per kill would stall
+ * all of them. One-pid reads at spawn stay synchronous: they must happen in
+ * the spawn's own tick (see `snapshotProc`).
  */
-import { Effect, Option } from "effect"
+import { Clock, Duration, Effect, Option, Schedule } from "effect"
 import * as NodeChildProcess from "node:child_process"
 import * as NodeFs from "node:fs"
 
@@ -56,6 +60,36 @@ export const hasProc = (): boolean => NodeFs.existsSync("/proc/self/stat")
 
 /** The source to use on this system. */
 export const defaultSource = (): IdentitySource => hasProc() ? "proc" : "ps"
+
+// The callback API: `fs.promises` builds a FileHandle per read, which costs
+// more on the event loop than the read itself for a /proc file.
+const readTextAsync = (file: string, encoding: BufferEncoding = "utf8"): Effect.Effect<Option.Option<string>> =>
+  Effect.async<Option.Option<string>>((resume) => {
+    NodeFs.readFile(file, encoding, (error, text) => resume(Effect.succeed(error ? Option.none() : Option.some(text))))
+  })
+
+/** The numeric entries of /proc: every process, this one included. */
+export const listPids: Effect.Effect<ReadonlyArray<number>> = Effect.async((resume) => {
+  NodeFs.readdir("/proc", (error, names) =>
+    resume(Effect.succeed(error ? [] : names.filter((name) => /^\d+$/.test(name)).map(Number))))
+})
+
+/** `/proc/<pid>/environ` (NUL-separated), read without blocking; none when gone or not ours. */
+export const readEnviron = (pid: number): Effect.Effect<Option.Option<string>> =>
+  // latin1: any byte sequence reads, and markers are ASCII.
+  readTextAsync(`/proc/${pid}/environ`, "latin1")
+
+export const readStatAsync = (pid: number): Effect.Effect<Option.Option<ProcStat>> =>
+  Effect.map(readTextAsync(`/proc/${pid}/stat`), Option.flatMap(parseStat))
+
+/** How many /proc files a sweep reads at once. */
+export const sweepConcurrency = 16
+
+/** `isLive`, without blocking the event loop where /proc exists. */
+export const isLiveAsync = (pid: number): Effect.Effect<boolean> =>
+  hasProc()
+    ? Effect.map(readStatAsync(pid), Option.exists((stat) => stat.state !== "Z"))
+    : Effect.sync(() => isLive(pid))
 
 /** Whether the process exists and is not a zombie. */
 export const isLive = (pid: number): boolean => {
@@ -148,25 +182,15 @@ export const groupMembers = (
       )
     )
   }
-  return Effect.sync(() => {
-    let names: Array<string> = []
-    try {
-      names = NodeFs.readdirSync("/proc")
-    } catch {
-      return []
-    }
-    const members: Array<number> = []
-    for (const name of names) {
-      if (!/^\d+$/.test(name)) continue
-      const stat = readStat(Number(name))
-      if (Option.isNone(stat)) continue
-      const { pgrp, startTime, state } = stat.value
-      if (pgrp !== pgid || state === "Z") continue
-      if (Option.isSome(notBefore) && BigInt(startTime) < BigInt(notBefore.value)) continue
-      members.push(Number(name))
-    }
-    return members
-  })
+  return Effect.flatMap(listPids, (pids) =>
+    Effect.forEach(pids, (pid) =>
+      Effect.map(readStatAsync(pid), (stat) => {
+        if (Option.isNone(stat)) return []
+        const { pgrp, startTime, state } = stat.value
+        if (pgrp !== pgid || state === "Z") return []
+        if (Option.isSome(notBefore) && BigInt(startTime) < BigInt(notBefore.value)) return []
+        return [pid]
+      }), { concurrency: sweepConcurrency }).pipe(Effect.map((found) => found.flat())))
 }
 
 /**
@@ -194,15 +218,15 @@ export const errnoCode = (error: unknown): string | undefined =>
  * Polls until `done` holds or `maxMillis` pass. It runs on real timers on
  * purpose: it waits on the kernel, which a TestClock does not drive.
  */
-export const waitUntil = (done: () => boolean, maxMillis: number): Effect.Effect<boolean> =>
-  Effect.async<boolean>((resume) => {
-    const deadline = Date.now() + maxMillis
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const poll = () => {
-      if (done()) return resume(Effect.succeed(true))
-      if (Date.now() >= deadline) return resume(Effect.succeed(false))
-      timer = setTimeout(poll, 5)
-    }
-    poll()
-    return Effect.sync(() => clearTimeout(timer))
-  })
+export const waitUntil = (done: Effect.Effect<boolean>, maxMillis: number): Effect.Effect<boolean> =>
+  Effect.repeat(done, { schedule: Schedule.spaced(Duration.millis(5)), until: (ok) => ok }).pipe(
+    Effect.timeoutTo({ duration: Duration.millis(maxMillis), onTimeout: () => false, onSuccess: () => true }),
+    Effect.withClock(Clock.make())
+  )
+
+/** Until every pid in `pids` is gone (or a zombie), at most `maxMillis`. */
+export const waitGone = (pids: ReadonlyArray<number>, maxMillis: number): Effect.Effect<boolean> =>
+  waitUntil(
+    Effect.map(Effect.forEach(pids, isLiveAsync, { concurrency: sweepConcurrency }), (live) => !live.some(Boolean)),
+    maxMillis
+  )
