@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Canonical } from "@skein/protocol"
 import { Effect } from "effect"
 import * as Harness from "./harness.js"
 
@@ -62,5 +63,51 @@ describe("the dashboard's assets and login", () => {
       expect(right.status).toBe(204)
       const jar = (right.headers.get("set-cookie") ?? "").split(";")[0]!
       expect(JSON.parse((yield* call(`${server.url}/dashboard/auth`, { headers: { cookie: jar } })).text)).toEqual({ authenticated: true })
+    }))
+})
+
+/** The first `count` SSE frames of `path` as `[id, type]`. */
+const frames = (server: Harness.Running, path: string, count: number, headers: Record<string, string> = {}) =>
+  Effect.promise(async () => {
+    const controller = new AbortController()
+    const response = await fetch(`${server.url}${path}`, { headers: { ...server.headers, ...headers }, signal: controller.signal })
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+    const out: Array<readonly [string, string]> = []
+    let buffer = ""
+    while (out.length < count) {
+      const { done, value } = await reader.read()
+      if (done) break
+      buffer += value
+      const parts = buffer.split("\n\n")
+      buffer = parts.pop() ?? ""
+      for (const frame of parts) {
+        const id = /^id: (.*)$/m.exec(frame)?.[1] ?? ""
+        const data = JSON.parse(/^data: (.*)$/m.exec(frame)?.[1] ?? "{}")
+        out.push([id, data.payload.type])
+      }
+    }
+    controller.abort()
+    return out.slice(0, count)
+  })
+
+describe("the event stream the dashboard reads", () => {
+  it.scopedLive("?eventVersion=2 drops the legacy types; Last-Event-ID and ?lastEventId= resume alike", () =>
+    Effect.gen(function*() {
+      const server = yield* Harness.start(undefined)
+      const before = (yield* server.events.nextSeq) - 1
+      // Frames that are not events carry the cursor the client holds: here, the end of the log.
+      expect(yield* frames(server, "/global/event?eventVersion=2", 1)).toEqual([[`${before}`, "server.connected"]])
+      yield* server.events.publish(server.dirs.cwd, [
+        Canonical.event("session.message", { sessionID: "ses_x", message: {} }),
+        Canonical.event("session.idle", { sessionID: "ses_x" })
+      ])
+      const [legacy, idle] = [`${before + 1}`, `${before + 2}`]
+      const all = yield* frames(server, `/global/event?lastEventId=${before}`, 3)
+      expect(all).toEqual([[`${before}`, "server.connected"], [legacy, "session.message"], [idle, "session.idle"]])
+      const canonical = yield* frames(server, `/global/event?eventVersion=2&lastEventId=${before}`, 2)
+      expect(canonical).toEqual([[`${before}`, "server.connected"], [idle, "session.idle"]])
+      // The header (what EventSource sends when it reconnects) wins over the query the page opened with.
+      const resumed = yield* frames(server, `/global/event?eventVersion=2&lastEventId=${before}`, 2, { "last-event-id": legacy })
+      expect(resumed).toEqual([[legacy, "server.connected"], [idle, "session.idle"]])
     }))
 })
