@@ -19,6 +19,7 @@ import type { Control } from "@skein/protocol"
 import {
   Config,
   Context,
+  Duration,
   Effect,
   Exit,
   FiberSet,
@@ -40,6 +41,12 @@ export interface Options {
   readonly profiles: ReadonlyArray<SessionOptions>
   /** Warm processes per profile; 0 keeps none. */
   readonly size: number
+  /**
+   * How long after a hand-over its replacement starts; none by default. A
+   * CLI booting takes a core for about a second: on a small machine, a delay
+   * keeps it off the first turn of the session just handed over.
+   */
+  readonly replenishDelay?: Duration.DurationInput | undefined
 }
 
 export class SessionPool extends Context.Tag("@skein/session/SessionPool")<SessionPool, {
@@ -119,13 +126,20 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
       )
     }
 
+    const delay = Duration.decode(options.replenishDelay ?? Duration.zero)
+    /** Gives a permit back, which starts a replacement: at once, or after `replenishDelay`, in the background. */
+    const replenish = (permits: Effect.Semaphore) =>
+      Duration.isZero(delay)
+        ? Effect.asVoid(permits.release(1))
+        : Effect.asVoid(FiberSet.run(starting, Effect.delay(permits.release(1), delay)))
+
     /** The first held process of `key` that still runs; dead ones are dropped (and replaced). */
     const takeLive = (key: string, permits: Effect.Semaphore): Effect.Effect<Option.Option<Warm>> =>
       Effect.flatMap(SubscriptionRef.modify(ready, takeFirst(key)), (found) => {
         if (Option.isNone(found)) return Effect.succeedNone
         const warm = found.value
         return Effect.zipRight(
-          permits.release(1),
+          replenish(permits),
           Effect.flatMap(warm.launched.child.isRunning, (running) =>
             running ? Effect.succeed(found) : Effect.zipRight(Scope.close(warm.scope, Exit.void), takeLive(key, permits)))
         )
