@@ -19,7 +19,10 @@ const collector = Effect.acquireRelease(
       if (address !== null && typeof address === "object") resume(Effect.succeed({ url: `http://127.0.0.1:${address.port}`, posts, server }))
     })
   }),
-  ({ server }) => Effect.async<void>((resume) => server.close(() => resume(Effect.void)))
+  ({ server }) =>
+    Effect.async<void>((resume) => {
+      server.close(() => resume(Effect.void))
+    })
 )
 
 describe("skein serve", () => {

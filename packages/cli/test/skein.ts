@@ -31,6 +31,8 @@ export interface Options {
   readonly onStderr?: ((child: ChildProcess.ChildProcess, stderr: string) => void) | undefined
   /** Leave stdin open after writing `stdin`. */
   readonly keepStdin?: boolean | undefined
+  /** Called with the child once it is spawned. */
+  readonly onSpawn?: ((child: ChildProcess.ChildProcess) => void) | undefined
   /** Variables to set (a string) or unset (undefined) over this process's environment. */
   readonly env?: Readonly<Record<string, string | undefined>> | undefined
 }
@@ -43,6 +45,7 @@ export const skein = (args: ReadonlyArray<string>, options: Options): Effect.Eff
       env: { ...process.env, NO_COLOR: "1", ...options.env },
       stdio: ["pipe", "pipe", "pipe"]
     })
+    options.onSpawn?.(child)
     let stdout = ""
     let stderr = ""
     child.stdout.setEncoding("utf8").on("data", (text: string) => {
@@ -69,6 +72,16 @@ export const errorLine = (ran: Ran): string => {
   }
   return lines[0]!
 }
+
+/** The command lines of the live processes in `dir` (see `processesIn`). */
+export const commandsIn = (dir: string): ReadonlyArray<string> =>
+  processesIn(dir).flatMap((pid) => {
+    try {
+      return [Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim()]
+    } catch {
+      return []
+    }
+  })
 
 /** Pids of live processes whose working folder is `dir` or inside it. */
 export const processesIn = (dir: string): ReadonlyArray<number> =>
