@@ -130,7 +130,7 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
  * boundary without its summary, which is neither: the file is cut back to
  * its size before the append, before any CLI reads it again.
  */
-const appendOnce = (path: string, target: TranscriptStore.WriterTarget, written: CompactBoundary.Entries) =>
+const appendOnce = (path: string, target: { readonly cwd: string; readonly sessionId: string }, written: CompactBoundary.Entries) =>
   Effect.gen(function*() {
     const store = yield* TranscriptStore.TranscriptStore
     const fs = yield* FileSystem.FileSystem
