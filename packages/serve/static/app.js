@@ -201,6 +201,13 @@ const create = act(async () => {
   location.hash = `#/session/${encodeURIComponent(data.id)}`
 })
 
+const logout = act(async () => {
+  await api("POST", "/dashboard/logout")
+  source?.close()
+  source = null
+  await start()
+})
+
 const login = act(async () => {
   const token = byId("login-token").value
   const response = await fetch("/dashboard/login", {
@@ -221,6 +228,7 @@ const start = async () => {
   const { data } = await api("GET", "/dashboard/auth")
   byId("login").hidden = data.authenticated
   byId("app").hidden = !data.authenticated
+  byId("logout").hidden = !data.authenticated
   if (!data.authenticated) {
     connection("signed-out", "signed out")
     byId("login-token").focus()
@@ -240,6 +248,7 @@ byId("asks").addEventListener("click", reply)
 byId("abort").addEventListener("click", abort)
 byId("fork").addEventListener("click", fork)
 byId("new-session").addEventListener("click", create)
+byId("logout").addEventListener("click", logout)
 window.addEventListener("hashchange", () => void route())
 // Keep "last activity" honest while nothing happens.
 setInterval(() => schedule({ list: true }), 15_000)

@@ -84,25 +84,31 @@ export function drawHeader(store, id) {
   byId("session-notice").textContent = notice ?? ""
 }
 
+/** Cards are kept while their ask is pending: redrawing them would take the keyboard focus away. */
 export function drawAsks(store, id) {
-  const cards = [...store.asks.values()].filter((ask) => ask.sessionID === id).map((ask) =>
+  const section = byId("asks")
+  const asks = [...store.asks.values()].filter((ask) => ask.sessionID === id)
+  const wanted = new Set(asks.map((ask) => ask.id))
+  for (const card of [...section.children]) if (!wanted.has(card.dataset.ask)) card.remove()
+  const shown = new Set([...section.children].map((card) => card.dataset.ask))
+  for (const ask of asks) if (!shown.has(ask.id)) section.append(drawAsk(ask))
+}
+
+const drawAsk = (ask) =>
+  h(
+    "article",
+    { class: "ask", "data-ask": ask.id, "aria-label": `Permission for ${ask.permission}` },
+    h("h3", { text: `Allow ${ask.permission}?` }),
+    ask.patterns?.length ? h("p", { class: "muted", text: ask.patterns.join(", ") }) : undefined,
+    h("pre", { class: "io", text: pretty(ask.metadata) }),
     h(
-      "article",
-      { class: "ask", "data-ask": ask.id, "aria-label": `Permission for ${ask.permission}` },
-      h("h3", { text: `Allow ${ask.permission}?` }),
-      ask.patterns?.length ? h("p", { class: "muted", text: ask.patterns.join(", ") }) : undefined,
-      h("pre", { class: "io", text: pretty(ask.metadata) }),
-      h(
-        "div",
-        { class: "actions" },
-        h("button", { type: "button", "data-reply": "once", "data-ask": ask.id, text: "Allow once" }),
-        h("button", { type: "button", "data-reply": "always", "data-ask": ask.id, text: "Always" }),
-        h("button", { type: "button", class: "danger", "data-reply": "reject", "data-ask": ask.id, text: "Deny" })
-      )
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", "data-reply": "once", "data-ask": ask.id, text: "Allow once" }),
+      h("button", { type: "button", "data-reply": "always", "data-ask": ask.id, text: "Always" }),
+      h("button", { type: "button", class: "danger", "data-reply": "reject", "data-ask": ask.id, text: "Deny" })
     )
   )
-  byId("asks").replaceChildren(...cards)
-}
 
 export function drawTasks(store, id) {
   const tasks = [...(store.tasks.get(id)?.values() ?? [])]

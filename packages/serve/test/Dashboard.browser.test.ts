@@ -127,7 +127,13 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await page.locator("#session-title", { hasText: "dashboard first (fork)" }).waitFor()
         await page.locator(".message-assistant .text", { hasText: reply }).waitFor()
         const fork = { hash: new URL(page.url()).hash, rows: await page.locator("#session-list li").count(), texts: await page.locator("#messages .text").allTextContents() }
-        return { listed, partial, texts, step, fork }
+        // Signing out drops the cookie: a reload shows the form again.
+        await page.getByRole("button", { name: "Sign out" }).click()
+        await page.getByLabel("Token").waitFor()
+        await page.reload()
+        await page.getByLabel("Token").waitFor()
+        const signedOut = await page.locator("#app").isHidden()
+        return { listed, partial, texts, step, fork, signedOut }
       })
       expect(seen.listed.status).toBe("idle")
       expect(seen.listed.text).toContain(server.dirs.cwd)
@@ -139,6 +145,7 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
       expect(seen.fork.hash).not.toContain(session.id)
       expect(seen.fork.rows).toBe(2)
       expect(seen.fork.texts).toEqual(["Say something", reply])
+      expect(seen.signedOut).toBe(true)
       expect(errors).toEqual([])
     }))
 
