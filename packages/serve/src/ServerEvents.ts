@@ -8,10 +8,13 @@ import type * as FileSystem from "@effect/platform/FileSystem"
 import type { Canonical } from "@skein/protocol"
 import { EventLog } from "@skein/store"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type * as Stream from "effect/Stream"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type * as SubscriptionRef from "effect/SubscriptionRef"
 
 /** One logged event and the directory of the session it belongs to. */
 export const Envelope = Schema.Struct({
@@ -31,6 +34,14 @@ export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<Serve
   readonly follow: (from: number) => Stream.Stream<Record, EventLog.EventLogError>
   readonly nextSeq: Effect.Effect<number>
   readonly firstSeq: Effect.Effect<number, EventLog.EventLogError>
+  /** A connected subscriber's progress (the highest seq it has written), for `delivered`; until the scope closes. */
+  readonly track: (delivered: SubscriptionRef.SubscriptionRef<number>) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Waits until every connected subscriber has written what the log holds
+   * now, or `within` passed. A synchronous prompt answers after it: a
+   * client that subscribed before it prompted has the turn's events first.
+   */
+  readonly delivered: (within: Duration.DurationInput) => Effect.Effect<void>
 }>() {}
 
 export interface Options {
@@ -47,6 +58,7 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
     retention: options.retention,
     segmentBytes: options.segmentBytes
   })
+  const subscribers = new Set<SubscriptionRef.SubscriptionRef<number>>()
   return ServerEvents.of({
     publish: (directory, events) =>
       events.length === 0
@@ -54,7 +66,20 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
         : log.appendAll(events.map((payload) => ({ directory, payload }))),
     follow: (from) => log.follow(from),
     nextSeq: log.nextSeq,
-    firstSeq: log.firstSeq
+    firstSeq: log.firstSeq,
+    track: (delivered) =>
+      Effect.acquireRelease(Effect.sync(() => subscribers.add(delivered)), () => Effect.sync(() => subscribers.delete(delivered))),
+    delivered: (within) =>
+      Effect.flatMap(log.nextSeq, (next) =>
+        Effect.forEach(
+          Array.from(subscribers),
+          (delivered) => delivered.changes.pipe(Stream.takeUntil((seq) => seq >= next - 1), Stream.runDrain),
+          { concurrency: "unbounded", discard: true }
+        )).pipe(
+          Effect.timeoutOption(within),
+          // Written is not yet read: the client parses the stream while the answer arrives on another socket.
+          Effect.zipRight(subscribers.size === 0 ? Effect.void : Effect.sleep("50 millis"))
+        )
   })
 })
 

@@ -147,7 +147,7 @@ describe("SSE replay", () => {
       const phase2 = yield* Fiber.join(reader)
       expect(phase2.connections).toBeGreaterThanOrEqual(100)
       expect(phase2.ids).toEqual(range(start2, 10_000))
-    }), { timeout: 240_000 })
+    }), { timeout: 360_000 })
 
   it.scopedLive("the first frame is server.connected; ?lastEventId= works like the header; canonical-only drops the legacy types", () =>
     Effect.gen(function*() {

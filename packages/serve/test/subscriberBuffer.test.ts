@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option } from "effect"
+import { Effect, Fiber, Option, SubscriptionRef } from "effect"
 import * as SubscriberBuffer from "../src/internal/subscriberBuffer.js"
 
 const event = (seq: number, text = `e${seq}`): SubscriberBuffer.Item => ({ _tag: "Event", seq, data: JSON.stringify({ seq, text }) })
@@ -178,5 +178,26 @@ describe("subscriberBuffer", () => {
       expect(yield* buffer.tick).toBe("live")
       expect(yield* buffer.tick).toBe("live")
       expect(yield* buffer.tick).toBe("stalled")
+    }))
+
+  it.effect("delivered: what the socket has written, known when it comes back for more", () =>
+    Effect.gen(function*() {
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0 })
+      const delivered = SubscriptionRef.get(buffer.delivered)
+      yield* buffer.offer(event(1))
+      yield* buffer.offer(event(2))
+      expect(yield* delivered).toBe(0)
+      yield* buffer.take
+      // Taken, maybe not written yet.
+      expect(yield* delivered).toBe(0)
+      const next = yield* Effect.fork(buffer.take)
+      yield* settle
+      expect(yield* delivered).toBe(2)
+      // Skipped while nothing waits: delivered too.
+      yield* buffer.skip(5)
+      expect(yield* delivered).toBe(5)
+      yield* buffer.offer(event(6))
+      yield* Fiber.join(next)
+      expect(yield* delivered).toBe(5)
     }))
 })

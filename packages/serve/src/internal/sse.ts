@@ -148,6 +148,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
 
   const run = Effect.gen(function*() {
     const buffer = yield* SubscriberBuffer.make({ ...options.buffer, cursor: from - 1 })
+    yield* events.track(buffer.delivered)
     yield* buffer.control(control("server.connected", {}))
     // Events between the cursor and the oldest retained one are gone: the client must reload.
     if (requested < first) yield* buffer.control(control("server.resync", { reason: "retention", from: requested, first }))

@@ -18,6 +18,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 
 export interface Options {
   /** The id the client already holds (its `Last-Event-ID`, or the log's end). */
@@ -87,6 +88,11 @@ export interface SubscriberBuffer {
   /** Called at each heartbeat: `"stalled"` when nothing was taken across `maxStalls` ticks with frames pending. */
   readonly tick: Effect.Effect<"live" | "stalled">
   readonly stats: Effect.Effect<Stats>
+  /**
+   * The highest seq this client has nothing left of to write: offered or
+   * skipped, and written (the socket came back for more), or nothing waits.
+   */
+  readonly delivered: SubscriptionRef.SubscriptionRef<number>
 }
 
 interface Pending {
@@ -104,7 +110,7 @@ interface Pending {
 const byteLength = (text: string) => Buffer.byteLength(text, "utf8")
 
 export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
-  Effect.sync(() => {
+  Effect.flatMap(SubscriptionRef.make(options.cursor), (delivered) => Effect.sync(() => {
     const maxEvents = options.maxEvents ?? 2048
     const maxBytes = options.maxBytes ?? 1024 * 1024
     const maxFrameBytes = options.maxFrameBytes ?? 64 * 1024
@@ -123,6 +129,19 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     let closed = false
     let resynced = false
     let takes = 0
+    // For `delivered`: the newest seq offered or skipped, the newest in the last chunk taken, and
+    // the consumer's state (while it waits in `take`, everything it took before is written).
+    let seen = options.cursor
+    let takenThrough = options.cursor
+    let written = options.cursor
+    let waiting = false
+    let published = options.cursor
+    const publish = Effect.suspend(() => {
+      const now = waiting && pending.length === 0 ? seen : written
+      if (now <= published) return Effect.void
+      published = now
+      return SubscriptionRef.set(delivered, now)
+    })
     let takesAtTick = 0
     let stalls = 0
 
@@ -180,7 +199,11 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     }
 
     const offer = (item: Item): Effect.Effect<void> =>
-      Effect.suspend(() => (tryOffer(item) ? Effect.void : Effect.zipRight(room.await, offer(item))))
+      Effect.suspend(() => {
+        if (!tryOffer(item)) return Effect.zipRight(room.await, offer(item))
+        seen = Math.max(seen, item.seq)
+        return publish
+      })
 
     const renderAll = (frames: ReadonlyArray<Pending>): string => {
       // later[i]: the oldest seq carried by a frame after i.
@@ -210,9 +233,14 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       return out
     }
 
-    const take: Effect.Effect<Option.Option<string>> = Effect.zipRight(
-      readable.await,
-      Effect.sync(() => {
+    const take: Effect.Effect<Option.Option<string>> = Effect.suspend(() => {
+      waiting = true
+      written = takenThrough
+      return Effect.zipRight(publish, readable.await)
+    }).pipe(
+      Effect.zipRight(Effect.sync(() => {
+        waiting = false
+        takenThrough = seen
         if (pending.length === 0) return Option.none()
         const frames = pending
         pending = []
@@ -222,7 +250,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         if (!closed) readable.unsafeClose()
         room.unsafeOpen()
         return Option.some(renderAll(frames))
-      })
+      }))
     )
 
     const close = () => {
@@ -240,9 +268,11 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
           push({ first: undefined, seq: undefined, key: undefined, deltas: [], data: "", bytes: 0, render: undefined, control: frame })
         }),
       skip: (seq) =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
           // With nothing pending, every frame before it is written: the cursor may move on.
           if (pending.length === 0 && seq > cursor) cursor = seq
+          seen = Math.max(seen, seq)
+          return publish
         }),
       take,
       resync: (render) =>
@@ -260,6 +290,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         takesAtTick = takes
         return stalls >= maxStalls ? "stalled" : "live"
       }),
-      stats: Effect.sync(() => ({ pendingEvents: events, pendingBytes: bytes, coalesced, cursor, resynced }))
+      stats: Effect.sync(() => ({ pendingEvents: events, pendingBytes: bytes, coalesced, cursor, resynced })),
+      delivered
     } satisfies SubscriberBuffer
-  })
+  }))

@@ -8,6 +8,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { Anthropic } from "@skein/protocol"
 import * as Effect from "effect/Effect"
 import { PromptBody, ServeApi } from "../../ServeApi.js"
+import { ServerEvents } from "../../ServerEvents.js"
 import { SessionRegistry } from "../../SessionRegistry.js"
 import { decodeBody, orWire } from "./common.js"
 
@@ -18,6 +19,7 @@ const contentOf = (parts: typeof PromptBody.Type["parts"]): ReadonlyArray<Anthro
 export const layer = HttpApiBuilder.group(ServeApi, "messages", (handlers) =>
   Effect.gen(function*() {
     const registry = yield* SessionRegistry
+    const events = yield* ServerEvents
     return handlers
       .handle("list", ({ path }) => orWire(registry.messages(path.sessionID)))
       .handle("get", ({ path }) => orWire(registry.message(path.sessionID, path.messageID)))
@@ -25,6 +27,9 @@ export const layer = HttpApiBuilder.group(ServeApi, "messages", (handlers) =>
         Effect.flatMap(
           decodeBody(PromptBody)(request),
           (input) => orWire(registry.prompt(path.sessionID, contentOf(input.parts), { messageID: input.messageID }))
+        ).pipe(
+          // Subscribers get the turn's events before its answer (`opencode run` exits on the answer).
+          Effect.tap(() => events.delivered("2 seconds"))
         ))
       .handleRaw("promptAsync", ({ path, request }) =>
         Effect.gen(function*() {
