@@ -7,16 +7,21 @@
  *
  * The session must not be live (a running CLI holds it: the pass refuses).
  * `--pass memory` (pass 1) uses the session's `session-memory/summary.md` and
- * makes no model call. `--keep-*` set the retained window's minimums. It
+ * makes no model call. `--pass summarize` (pass 2) runs the CLI once, in the
+ * session's own cwd, over a prepared copy of the history (images and
+ * documents as placeholders), and restores recently read files after the
+ * boundary; `--env KEY=VALUE` passes e.g. `ANTHROPIC_BASE_URL` to that CLI.
+ * `--keep-*` set the retained window's minimums. It
  * prints the tokens before and after, and exits 1 with one line when it
  * cannot compact (no summary, the window would keep everything, over target).
  */
 import { Args, Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { Compaction, TokenCounter } from "@skein/compact"
-import { TranscriptLayout, TranscriptStore } from "@skein/store"
-import { Console, Data, Effect, Layer, Option } from "effect"
+import { CompactPreparation, Compaction, SessionMemoryCompaction, SummarizingCompaction, TokenCounter } from "@skein/compact"
+import { ProcessHost } from "@skein/kernel"
+import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
+import { Console, Data, Effect, Either, HashMap, Layer, Option } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"
 
@@ -45,17 +50,34 @@ const locate = (target: string, root: Option.Option<string>) =>
     return yield* new CannotCompact({ reason: `no session ${target} under ${projects}` })
   })
 
-const compact = (input: {
+interface Input {
   readonly target: string
   readonly root: Option.Option<string>
   readonly pass: "memory" | "summarize"
   readonly keepTokens: Option.Option<number>
   readonly keepMessages: Option.Option<number>
-}) =>
+  readonly env: Option.Option<HashMap.HashMap<string, string>>
+}
+
+/** Pass 2 offline: a CLI of its own (resumed over a prepared copy) writes the summary. */
+const summarizePass = (input: Input, stored: { readonly path: string; readonly root: string; readonly sessionId: string; readonly cwd: string }, window: SessionMemoryCompaction.WindowOptions) =>
   Effect.gen(function*() {
-    if (input.pass === "summarize") {
-      return yield* new CannotCompact({ reason: "--pass summarize offline is not implemented yet; use --pass memory" })
-    }
+    const view = yield* ResumeLoader.load(stored.path)
+    // No model call for a session that cannot be compacted anyway.
+    const planned = yield* SessionMemoryCompaction.plan(view, "", window)
+    if (Either.isLeft(planned)) return Compaction.Outcome.Declined({ pass: "summarize", reason: planned.left })
+    const env = Object.fromEntries(Option.match(input.env, { onNone: () => [], onSome: (m) => [...HashMap.toEntries(m)] }))
+    const summary = yield* SummarizingCompaction.summarizeStored({
+      launch: { cwd: stored.cwd, configDir: stored.root, env: { ...env, CLAUDE_CONFIG_DIR: stored.root }, bare: true },
+      view,
+      sessionId: stored.sessionId,
+      entries: CompactPreparation.prepare(view.entries).entries
+    })
+    return yield* Compaction.compactWith({ cwd: stored.cwd, sessionId: stored.sessionId, window, summary, pass: "summarize", restore: {} })
+  })
+
+const compact = (input: Input) =>
+  Effect.gen(function*() {
     const { path, root } = yield* locate(input.target, input.root)
     const sessionId = Option.getOrThrow(TranscriptLayout.sessionIdOfFile(Path.basename(path)))
     const cwd = yield* TranscriptLayout.recordedCwd(path).pipe(
@@ -65,17 +87,18 @@ const compact = (input: {
         onSome: Effect.succeed
       }))
     )
-    const outcome = yield* Compaction.memoryPass({
-      cwd,
-      sessionId,
-      window: {
-        minTokens: Option.getOrUndefined(input.keepTokens),
-        minTextMessages: Option.getOrUndefined(input.keepMessages)
-      }
-    }).pipe(
-      Effect.mapError((e) => new CannotCompact({ reason: `${e._tag}: ${e.message}` })),
-      Effect.provide(TranscriptStore.layer.pipe(Layer.provide(TranscriptLayout.layer(root)), Layer.merge(TokenCounter.layer)))
-    )
+    const window = {
+      minTokens: Option.getOrUndefined(input.keepTokens),
+      minTextMessages: Option.getOrUndefined(input.keepMessages)
+    }
+    const store = TranscriptStore.layer.pipe(Layer.provide(TranscriptLayout.layer(root)), Layer.merge(TokenCounter.layer))
+    const outcome = yield* (input.pass === "memory"
+      ? Compaction.memoryPass({ cwd, sessionId, window })
+      : summarizePass(input, { path, root, sessionId, cwd }, window)).pipe(
+        Effect.mapError((e) => new CannotCompact({ reason: `${e._tag}: ${"reason" in e ? e.reason : e.message}` })),
+        Effect.scoped,
+        Effect.provide(Layer.mergeAll(store, ProcessHost.layerMemory()))
+      )
     if (outcome._tag === "Declined") {
       return yield* new CannotCompact({ reason: `cannot compact ${sessionId}: ${outcome.reason._tag}` })
     }
