@@ -124,9 +124,9 @@ export const make = (options: Options): ControlChannel => {
       const written = yield* Effect.either(options.write(Control.request(requestId, payload)))
       if (written._tag === "Left") {
         entries.delete(requestId)
-        const error = yield* options.closedError
-        yield* endSpan(entry, Exit.fail(error))
-        return Effect.fail(error)
+        yield* endSpan(entry, Exit.fail(written.left))
+        // Why it closed is known only once the reader sees the exit: the caller waits for that, not `submit`.
+        return Effect.flatMap(options.closedError, Effect.fail)
       }
       return awaitAnswer(requestId, entry, opts?.timeout ?? options.defaultTimeout)
     })
