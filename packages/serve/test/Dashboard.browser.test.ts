@@ -77,6 +77,18 @@ const firstText = async (page: Page): Promise<string> => {
   }
 }
 
+/** Presses Tab until `selector` has the focus, then Enter; how many presses it took. */
+const tabTo = async (page: Page, selector: string): Promise<number> => {
+  for (let presses = 1; presses <= 20; presses++) {
+    await page.keyboard.press("Tab")
+    if (await page.locator(`${selector}:focus`).count() > 0) {
+      await page.keyboard.press("Enter")
+      return presses
+    }
+  }
+  throw new Error(`Tab never reached ${selector}`)
+}
+
 const sendPrompt = async (page: Page, text: string) => {
   await page.locator("#prompt").fill(text)
   await page.locator("#prompt").press("Enter")
@@ -111,7 +123,8 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         const row = page.locator(`#session-list li[data-id="${session.id}"]`)
         await row.getByText("dashboard first").waitFor()
         const listed = { status: await row.getAttribute("data-status"), text: await row.textContent() }
-        await row.getByRole("link").click()
+        // Keyboard only: Tab to the session's row, Enter opens it.
+        const tabs = await tabTo(page, `#session-list li[data-id="${session.id}"] a`)
         await page.locator("#session-title", { hasText: "dashboard first" }).waitFor()
         await sendPrompt(page, "Say something")
         await page.locator(".message-user .text", { hasText: "Say something" }).waitFor()
@@ -133,9 +146,11 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await page.reload()
         await page.getByLabel("Token").waitFor()
         const signedOut = await page.locator("#app").isHidden()
-        return { listed, partial, texts, step, fork, signedOut }
+        return { listed, tabs, partial, texts, step, fork, signedOut }
       })
       expect(seen.listed.status).toBe("idle")
+      // From the login form: New session, then the row (at most: skip link, home, Sign out, New session, row).
+      expect(seen.tabs).toBeLessThanOrEqual(5)
       expect(seen.listed.text).toContain(server.dirs.cwd)
       expect(reply.startsWith(seen.partial)).toBe(true)
       expect(seen.partial.length).toBeLessThan(reply.length)
