@@ -1,0 +1,84 @@
+/**
+ * The embedding snippet of README.md, run as it is printed: the first `ts`
+ * block under "## Embedding" is written to a file and run by Node (tsx, from
+ * sources) in a folder of its own, against FakeModel and the real CLI. Its
+ * environment is a user's with the CLI pointed at FakeModel: the snippet
+ * itself holds no test plumbing.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { ClaudeCli, FakeModel, TsChild } from "@skein/testkit"
+import { Effect } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+
+const repo = Path.resolve(import.meta.dirname, "..")
+
+/** The first ```ts block after the `## Embedding` heading. */
+const embeddingSnippet = (readme: string): string => {
+  const section = readme.split(/^## /m).find((part) => part.startsWith("Embedding"))
+  const code = section?.match(/```ts\n([\s\S]*?)```/)?.[1]
+  if (code === undefined) throw new Error("README.md has no ```ts block under ## Embedding")
+  return code
+}
+
+/** The file is written inside the repository (`.tmp/`, ignored by git) so its imports resolve as the README's reader's would. */
+const snippetFile = Effect.acquireRelease(
+  Effect.sync(() => {
+    const dir = Path.join(repo, ".tmp")
+    Fs.mkdirSync(dir, { recursive: true })
+    const file = Path.join(dir, `readme-snippet-${process.pid}.ts`)
+    Fs.writeFileSync(file, embeddingSnippet(Fs.readFileSync(Path.join(repo, "README.md"), "utf8")))
+    return file
+  }),
+  (file) => Effect.sync(() => Fs.rmSync(file, { force: true }))
+)
+
+const spawnEnv = (vars: Readonly<Record<string, string | undefined>>): Record<string, string> =>
+  Object.fromEntries(Object.entries({ ...process.env, ...vars }).flatMap(([k, v]) => (v === undefined ? [] : [[k, v]])))
+
+const runNode = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string>) =>
+  Effect.async<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resume) => {
+    const child = ChildProcess.spawn(process.execPath, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
+    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
+    child.once("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    return Effect.sync(() => {
+      child.kill("SIGKILL")
+    })
+  })
+
+describe("README.md", () => {
+  it("has one embedding snippet of about fifteen lines", () => {
+    const lines = embeddingSnippet(Fs.readFileSync(Path.join(repo, "README.md"), "utf8")).trim().split("\n")
+    expect(lines.length).toBeGreaterThan(10)
+    expect(lines.length).toBeLessThanOrEqual(22)
+  })
+
+  it.scopedLive("its embedding snippet runs: a turn's text streamed, a permission answered, a worker forked", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.toolUse("Bash", { command: "ls -a > listing.txt" }),
+          FakeModel.text("Two files here."),
+          FakeModel.text("Looks fine.")
+        ]
+      })
+      const d = yield* ClaudeCli.offlineDirs("skein-readme-")
+      const file = yield* snippetFile
+      const env = spawnEnv({
+        ...ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
+        SKEIN_ROOT: Path.join(d.root, "state")
+      })
+      const ran = yield* runNode([...TsChild.nodeArgs(file, "tsx")], d.cwd, env)
+      expect(ran.stderr).toBe("")
+      expect(ran.code).toBe(0)
+      expect(ran.stdout).toBe("Two files here.\nworker: Looks fine.\n")
+      // Bash was allowed by the snippet's policy, so the CLI ran it.
+      expect(Fs.existsSync(Path.join(d.cwd, "listing.txt"))).toBe(true)
+      const asked = (yield* model.requests).filter(FakeModel.isConversation).map(FakeModel.messagesText)
+      expect(asked.some((text) => text.includes("Review what you found"))).toBe(true)
+    }), 120_000)
+})
