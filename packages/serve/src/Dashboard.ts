@@ -14,6 +14,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -76,12 +77,12 @@ export const router = (options: { readonly token: string }) =>
           return HttpServerResponse.uint8Array(bytes, { status: 401, contentType, headers: securityHeaders })
         }
         url.searchParams.delete("token")
-        return withCookie(HttpServerResponse.redirect(`/${url.search}${url.hash}`, { status: 303, headers: securityHeaders }), options.token)
+        return withCookie(HttpServerResponse.redirect(`/${url.search}`, { status: 303, headers: securityHeaders }), options.token)
       })
 
     const login = Effect.gen(function*() {
       const body = yield* HttpServerRequest.schemaBodyJson(LoginBody).pipe(Effect.option)
-      if (body._tag === "None" || !sameSecret(body.value.token, options.token)) {
+      if (Option.isNone(body) || !sameSecret(body.value.token, options.token)) {
         return error(401, "Unauthorized", "wrong token")
       }
       return withCookie(HttpServerResponse.empty({ status: 204 }), options.token)
@@ -96,11 +97,11 @@ export const router = (options: { readonly token: string }) =>
       Effect.catchAll((e) => Effect.succeed(error(500, "UnknownError", e.message)))
     )
 
-    const files$ = files.map(([path, bytes, contentType]) =>
+    const assetRoutes = files.map(([path, bytes, contentType]) =>
       HttpRouter.makeRoute("GET", path, path === "/" ? index(bytes, contentType) : Effect.succeed(asset(bytes, contentType)))
     )
     const logout = HttpServerResponse.expireCookie(HttpServerResponse.empty({ status: 204 }), tokenCookie, { path: "/" })
-    return HttpRouter.fromIterable(files$).pipe(
+    return HttpRouter.fromIterable(assetRoutes).pipe(
       HttpRouter.get("/dashboard/auth", auth),
       HttpRouter.post("/dashboard/login", login),
       HttpRouter.post("/dashboard/logout", Effect.succeed(logout)),
