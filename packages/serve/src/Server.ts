@@ -19,9 +19,11 @@ import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerRespondable from "@effect/platform/HttpServerRespondable"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import * as Dashboard from "./Dashboard.js"
 import * as DirectoryHandler from "./internal/handlers/directory.js"
 import * as DiscoveryHandlers from "./internal/handlers/discovery.js"
@@ -50,8 +52,12 @@ export interface Options {
   readonly maxLag?: number | undefined
 }
 
-/** `GET /event` (one directory) and `GET /global/event` (all, in `{directory, payload}` envelopes). */
-const eventsRoute = (options: Options, global: boolean) =>
+/**
+ * `GET /event` (one directory) and `GET /global/event` (all, in
+ * `{directory, payload}` envelopes). Node's server waits for every open
+ * connection when it closes, so an event stream ends when `closing` does.
+ */
+const eventsRoute = (options: Options, global: boolean, closing: Deferred.Deferred<void>) =>
   Effect.gen(function*() {
     const events = yield* ServerEvents
     const broker = yield* PermissionBroker
@@ -72,15 +78,21 @@ const eventsRoute = (options: Options, global: boolean) =>
         heartbeat: options.heartbeat ?? Duration.seconds(10),
         maxLag: options.maxLag ?? 50_000
       })
-      return HttpServerResponse.stream(stream, { contentType: "text/event-stream", headers: sseHeaders })
+      return HttpServerResponse.stream(Stream.interruptWhen(stream, Deferred.await(closing)), {
+        contentType: "text/event-stream",
+        headers: sseHeaders
+      })
     }).pipe(Effect.catchTag("DirectoryRejected", (e) => Effect.succeed(error(403, "DirectoryRejected", e.message))))
   })
 
 const sseRoutes = (options: Options) =>
   HttpLayerRouter.use((router) =>
     Effect.gen(function*() {
-      yield* router.add("GET", "/event", yield* eventsRoute(options, false))
-      yield* router.add("GET", "/global/event", yield* eventsRoute(options, true))
+      const closing = yield* Deferred.make<void>()
+      // Routes close before the server does: open streams end, so that its close does not wait on them.
+      yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
+      yield* router.add("GET", "/event", yield* eventsRoute(options, false, closing))
+      yield* router.add("GET", "/global/event", yield* eventsRoute(options, true, closing))
     })
   )
 
