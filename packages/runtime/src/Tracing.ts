@@ -9,10 +9,14 @@ import type { Attributes } from "@opentelemetry/api"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { BatchSpanProcessor, type SpanExporter, type SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Arr from "effect/Array"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
-/** The `service.name` skein reports when the embedder names none. */
+/** The `service.name` skein reports when neither the options nor `OTEL_SERVICE_NAME` name one. */
 export const defaultServiceName = "skein"
 
 /**
@@ -24,6 +28,7 @@ export const defaultServiceName = "skein"
 export interface Options {
   readonly spanProcessors?: SpanProcessor | ReadonlyArray<SpanProcessor> | undefined
   readonly exporters?: SpanExporter | ReadonlyArray<SpanExporter> | undefined
+  /** Default: `OTEL_SERVICE_NAME`, else `skein`. */
   readonly serviceName?: string | undefined
   readonly serviceVersion?: string | undefined
   readonly attributes?: Attributes | undefined
@@ -38,18 +43,24 @@ export interface Options {
  * @since 0.1.0
  */
 export const layer = (options: Options): Layer.Layer<never> =>
-  NodeSdk.layer(() => ({
+  NodeSdk.layer(Effect.map(serviceNameFromEnv(options.serviceName), (serviceName) => ({
     spanProcessor: [
       ...Arr.ensure(options.spanProcessors ?? []),
       ...Arr.map(Arr.ensure(options.exporters ?? []), (exporter) => new BatchSpanProcessor(exporter))
     ],
     resource: {
-      serviceName: options.serviceName ?? defaultServiceName,
+      serviceName,
       ...(options.serviceVersion === undefined ? {} : { serviceVersion: options.serviceVersion }),
       ...(options.attributes === undefined ? {} : { attributes: options.attributes })
     },
     ...(options.shutdownTimeout === undefined ? {} : { shutdownTimeout: options.shutdownTimeout })
-  }))
+  })))
+
+/** The resource's attributes override the environment's, so the name from the environment is read here. */
+const serviceNameFromEnv = (given: string | undefined): Effect.Effect<string> =>
+  given !== undefined
+    ? Effect.succeed(given)
+    : Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault(defaultServiceName), Effect.orDie)
 
 /**
  * @since 0.1.0
@@ -88,3 +99,19 @@ export const tracesEndpoint = (url: string): string => {
   parsed.pathname = "/v1/traces"
   return parsed.toString()
 }
+
+/**
+ * OTLP from the standard environment, off when it names no collector:
+ * `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is), else `OTEL_EXPORTER_OTLP_ENDPOINT` (a base
+ * URL, `/v1/traces` appended), and `OTEL_SERVICE_NAME`.
+ *
+ * @since 0.1.0
+ */
+export const layerConfig: Layer.Layer<never, ConfigError.ConfigError> = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const traces = yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+    const base = yield* Config.option(Config.string("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    const url = Option.orElse(traces, () => Option.map(base, (b) => `${b.replace(/\/+$/, "")}/v1/traces`))
+    return Option.match(url, { onNone: () => Layer.empty, onSome: (url) => layerOtlp({ url }) })
+  })
+)

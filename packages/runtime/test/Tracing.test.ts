@@ -13,7 +13,7 @@ import { ProcessHost } from "@skein/kernel"
 import { Serve } from "@skein/serve"
 import { Permissions, Session } from "@skein/session"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Context, Deferred, Effect, Layer, Stream } from "effect"
+import { ConfigProvider, Context, Deferred, Effect, Layer, Stream } from "effect"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { Tracing } from "../src/index.js"
@@ -49,6 +49,28 @@ const oneTurn = Effect.gen(function*() {
       )
     ))
   )
+})
+
+/** A local OTLP/HTTP collector that keeps what it is sent. */
+const collector = Effect.gen(function*() {
+  const received: Array<{ readonly path: string | undefined; readonly body: string }> = []
+  const server = yield* Effect.acquireRelease(
+    Effect.async<Http.Server>((resume) => {
+      const s = Http.createServer((req, res) => {
+        let body = ""
+        req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+        req.on("end", () => {
+          received.push({ path: req.url, body })
+          res.writeHead(200, { "content-type": "application/json" }).end("{}")
+        })
+      })
+      s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
+    }),
+    (s) => Effect.async<void>((resume) => void s.close(() => resume(Effect.void)))
+  )
+  const address = server.address()
+  const port = typeof address === "object" && address !== null ? address.port : 0
+  return { url: `http://127.0.0.1:${port}`, received }
 })
 
 const byName = (spans: ReadonlyArray<ReadableSpan>, name: string) => spans.filter((span) => span.name === name)
@@ -207,30 +229,27 @@ describe("Tracing", () => {
 
   it.scopedLive("layerOtlp posts the spans to an OTLP/HTTP collector at /v1/traces when its scope closes", () =>
     Effect.gen(function*() {
-      const received: Array<{ readonly path: string | undefined; readonly body: string }> = []
-      const server = yield* Effect.acquireRelease(
-        Effect.async<Http.Server>((resume) => {
-          const s = Http.createServer((req, res) => {
-            let body = ""
-            req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
-            req.on("end", () => {
-              received.push({ path: req.url, body })
-              res.writeHead(200, { "content-type": "application/json" }).end("{}")
-            })
-          })
-          s.listen(0, "127.0.0.1", () => resume(Effect.succeed(s)))
-        }),
-        (s) => Effect.async<void>((resume) => void s.close(() => resume(Effect.void)))
-      )
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
+      const otlp = yield* collector
       yield* Effect.void.pipe(
         Effect.withSpan("Session.turn", { attributes: { "skein.turn.index": 1 } }),
-        Effect.provide(Tracing.layerOtlp({ url: `http://127.0.0.1:${port}`, serviceName: "skein-otlp-test" }))
+        Effect.provide(Tracing.layerOtlp({ url: otlp.url, serviceName: "skein-otlp-test" }))
       )
-      expect(received.map((r) => r.path)).toEqual(["/v1/traces"])
-      expect(received[0]!.body).toContain("skein-otlp-test")
-      expect(received[0]!.body).toContain("Session.turn")
+      expect(otlp.received.map((r) => r.path)).toEqual(["/v1/traces"])
+      expect(otlp.received[0]!.body).toContain("skein-otlp-test")
+      expect(otlp.received[0]!.body).toContain("Session.turn")
+    }))
+
+  it.scopedLive("layerConfig: the collector and service name from OTEL_* variables; off when none is set", () =>
+    Effect.gen(function*() {
+      const otlp = yield* collector
+      const traced = Effect.void.pipe(Effect.withSpan("Session.turn"), Effect.provide(Tracing.layerConfig))
+      yield* traced.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
+      expect(otlp.received).toEqual([])
+      yield* traced.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(
+        new Map([["OTEL_EXPORTER_OTLP_ENDPOINT", `${otlp.url}/`], ["OTEL_SERVICE_NAME", "from-env"]])
+      )))
+      expect(otlp.received.map((r) => r.path)).toEqual(["/v1/traces"])
+      expect(otlp.received[0]!.body).toContain("from-env")
     }))
 
   it.scopedLive("skein serve: one server span per HTTP request, with its route and status, the token redacted", () => {
