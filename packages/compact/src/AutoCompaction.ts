@@ -11,7 +11,7 @@
  * @since 0.0.0
  */
 import type { Anthropic } from "@skein/protocol"
-import { Effect, Queue, Ref, type Subscribable } from "effect"
+import { Effect, Queue, Ref, Stream, type Subscribable } from "effect"
 import * as CircuitBreaker from "./CircuitBreaker.js"
 import type * as CompactableSession from "./CompactableSession.js"
 import * as Compaction from "./Compaction.js"
@@ -58,6 +58,8 @@ export const start = Effect.fn("AutoCompaction.start")(function*(
   options: AutoOptions = {}
 ) {
   const breaker = yield* CircuitBreaker.make({ threshold: options.maxFailures })
+  // The session's state says when automatic compaction has stopped.
+  yield* breaker.state.changes.pipe(Stream.runForEach((s) => session.setBreakerOpen(s.open)), Effect.forkScoped)
   const limit = (options.contextWindow ?? 200_000) * (options.threshold ?? 0.8)
   const context = yield* Ref.make(0)
   const events = yield* session.subscribe

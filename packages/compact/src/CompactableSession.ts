@@ -15,7 +15,7 @@
 import type { ProcessHost } from "@skein/kernel"
 import type { Anthropic } from "@skein/protocol"
 import type { SessionError, SessionState, Turn } from "@skein/session"
-import { Session } from "@skein/session"
+import { Session, SessionState as State } from "@skein/session"
 import type * as Compaction from "./Compaction.js"
 import {
   Effect,
@@ -25,8 +25,10 @@ import {
   Option,
   PubSub,
   Queue,
+  Ref,
   Scope,
   Stream,
+  Subscribable,
   SubscriptionRef
 } from "effect"
 
@@ -71,6 +73,15 @@ export interface CompactableSession {
   readonly exclusive: <A, E, R>(f: (live: Live) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** The options the CLI was started with (a worker forked from it must match them). */
   readonly options: Session.SessionOptions
+  /**
+   * The live CLI's state with `compaction` filled in: whether a pass holds
+   * the session, how the last one ended, whether the breaker is open.
+   * Follows each new CLI process; while a pass has the CLI down, only
+   * compaction changes are emitted.
+   */
+  readonly state: Subscribable.Subscribable<SessionState.SessionState>
+  /** Records whether automatic compaction is stopped (`AutoCompaction` does). */
+  readonly setBreakerOpen: (open: boolean) => Effect.Effect<void>
 }
 
 /**
@@ -95,6 +106,22 @@ interface Incarnation {
 /** The authoritative idle (after a first turn: before it the CLI has no session id to resume), or gone. */
 const isQuiet = (state: SessionState.SessionState) => state.status === "idle" || state.status === "exited"
 
+/** The compaction state after an event of a pass. Pure. */
+export const recordEvent = (state: SessionState.CompactionState, event: Compaction.Event): SessionState.CompactionState => {
+  switch (event._tag) {
+    case "Started":
+      return { ...state, compacting: true }
+    case "Finished":
+      return {
+        ...state,
+        compacting: false,
+        lastOutcome: event.outcome._tag === "Compacted" ? "compacted" : `declined: ${event.outcome.reason._tag}`
+      }
+    case "Failed":
+      return { ...state, compacting: false, lastOutcome: "failed" }
+  }
+}
+
 /**
  * Starts the first CLI in the current scope.
  *
@@ -106,6 +133,9 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
   const live = yield* SubscriptionRef.make(Option.none<Incarnation>())
   const gate = yield* Effect.makeSemaphore(1)
   const compactions = yield* PubSub.unbounded<Compaction.Event>()
+  const compaction = yield* SubscriptionRef.make(State.idleCompaction)
+  /** The state of the CLI a pass ended, for as long as there is no live one. */
+  const lastKnown = yield* Ref.make(Option.none<SessionState.SessionState>())
 
   const launch = (launchOptions: Session.SessionOptions) =>
     Effect.gen(function*() {
@@ -142,6 +172,7 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
     yield* session.exit
     yield* session.state.changes.pipe(Stream.filter((s) => s.status === "exited"), Stream.runHead, Effect.timeout("5 seconds"), Effect.ignore)
     const state = yield* session.state.get
+    yield* Ref.set(lastKnown, Option.some(state))
     yield* SubscriptionRef.set(live, Option.none())
     yield* Scope.close(incarnation.scope, Exit.void)
     return { sessionId, cwd: state.cwd, transcriptPath: state.transcriptPath, state }
@@ -172,11 +203,34 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
       })
     )
 
+  const withCompaction = (state: SessionState.SessionState, c: SessionState.CompactionState) => ({ ...state, compaction: c })
+  const sessionStates = live.changes.pipe(
+    Stream.flatMap(Option.match({
+      onNone: () => Stream.fromIterableEffect(Effect.map(Ref.get(lastKnown), Option.toArray)),
+      onSome: (i) => i.session.state.changes
+    }), { switch: true })
+  )
+  const sessionState = Effect.flatMap(SubscriptionRef.get(live), (now) =>
+    Option.isSome(now) ? now.value.session.state.get : Effect.flatMap(Ref.get(lastKnown), Option.match({
+      onNone: () => Effect.flatMap(current, (s) => s.state.get),
+      onSome: Effect.succeed
+    })))
+  const state = Subscribable.make({
+    get: Effect.zipWith(sessionState, SubscriptionRef.get(compaction), withCompaction),
+    changes: Stream.zipLatestWith(sessionStates, compaction.changes, withCompaction)
+  })
+
   const compactable: CompactableSession = {
     current,
     subscribe: PubSub.subscribe(events),
     compactions: PubSub.subscribe(compactions),
-    publish: (event) => Effect.asVoid(PubSub.publish(compactions, event)),
+    publish: (event) =>
+      SubscriptionRef.update(compaction, (c) => recordEvent(c, event)).pipe(
+        Effect.zipRight(PubSub.publish(compactions, event)),
+        Effect.asVoid
+      ),
+    state,
+    setBreakerOpen: (open) => SubscriptionRef.update(compaction, (c) => ({ ...c, breakerOpen: open })),
     send: (content) => gate.withPermits(1)(Effect.flatMap(current, (s) => s.send(content))),
     options,
     exclusive,

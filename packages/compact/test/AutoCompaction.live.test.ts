@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { TaskManager } from "@skein/kernel"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Effect, Stream } from "effect"
+import { Effect, Option, Stream } from "effect"
 import * as Path from "node:path"
 import * as AutoCompaction from "../src/AutoCompaction.js"
 import * as CompactableSession from "../src/CompactableSession.js"
@@ -45,6 +45,9 @@ describe("AutoCompaction with the real CLI", () => {
       const open = yield* auto.breaker.get
       expect(open.open).toBe(true)
       expect(open.lastFailure).toBe("failed")
+      // The session's state says so too.
+      const stateOpen = yield* session.state.changes.pipe(Stream.filter((s) => s.compaction?.breakerOpen === true), Stream.runHead, Effect.timeout("10 seconds"))
+      expect(Option.map(stateOpen, (s) => s.compaction)).toEqual(Option.some({ compacting: false, lastOutcome: "failed", breakerOpen: true }))
       const compactionsBefore = (yield* model.requests).filter(FakeModel.isCompaction).length
       expect(compactionsBefore).toBeGreaterThanOrEqual(3)
 
@@ -60,6 +63,8 @@ describe("AutoCompaction with the real CLI", () => {
       const outcome = yield* provide(auto.compact({ pass: "summarize" }))
       expect(outcome._tag).toBe("Compacted")
       expect(yield* auto.breaker.get).toEqual({ consecutiveFailures: 0, open: false, lastFailure: undefined })
+      const closed = yield* session.state.changes.pipe(Stream.filter((s) => s.compaction?.breakerOpen === false), Stream.runHead, Effect.timeout("10 seconds"))
+      expect(Option.map(closed, (s) => s.compaction)).toEqual(Option.some({ compacting: false, lastOutcome: "compacted", breakerOpen: false }))
       const fifth = yield* Effect.flatMap(session.send("turn 5"), (t) => t.result)
       expect(fifth.text).toBeDefined()
     }).pipe(Effect.provide(Live.sessionLayer)), { timeout: 180_000 })

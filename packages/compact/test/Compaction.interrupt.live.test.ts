@@ -145,8 +145,11 @@ const interruptAt = (s: Setup, at: Compaction.Step) =>
     const reached = yield* Deferred.make<void>()
     const fiber = yield* Effect.fork(s.pass((step) => step === at ? Effect.zipRight(Deferred.succeed(reached, undefined), Effect.never) : Effect.void))
     yield* Deferred.await(reached)
+    // The CLI is down: the session's state says a pass holds it.
+    expect((yield* s.session.state.get).compaction?.compacting).toBe(true)
     const exit = yield* Fiber.interrupt(fiber)
     expect(Exit.isInterrupted(exit)).toBe(true)
+    expect((yield* s.session.state.get).compaction).toMatchObject({ compacting: false, lastOutcome: "failed" })
   })
 
 describe("Compaction.run interrupted, with the real CLI", () => {

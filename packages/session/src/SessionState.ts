@@ -61,10 +61,27 @@ export interface SessionState {
   readonly pendingPermissions: ReadonlyArray<PendingPermission>
   /** The last `system/status` (`requesting`, `compacting`, or null when cleared). */
   readonly lastStatus: string | null
+  /** Host-side compaction (`@skein/compact`), where a host compacts this session. */
+  readonly compaction?: CompactionState | undefined
   // liveness
   readonly lastSeenAt: number
   readonly pid: number | undefined
 }
+
+/**
+ * A host's compaction of the session, beside the CLI's own `compacting`
+ * status: the host ends the CLI for a pass, so the CLI cannot report it.
+ */
+export interface CompactionState {
+  /** A pass holds the session (its CLI is ended or about to be). */
+  readonly compacting: boolean
+  /** How the last pass ended: `compacted`, `declined: <why>`, or `failed`. */
+  readonly lastOutcome: string | undefined
+  /** Automatic compaction has stopped after repeated failures. */
+  readonly breakerOpen: boolean
+}
+
+export const idleCompaction: CompactionState = { compacting: false, lastOutcome: undefined, breakerOpen: false }
 
 export const emptyCounters: Counters = {
   costUsd: 0,
