@@ -13,6 +13,7 @@ import * as Path from "node:path"
 import { fail } from "./CliError.js"
 import type * as Argv from "./internal/argv.js"
 import * as Lookup from "./internal/lookup.js"
+import * as Progress from "./Progress.js"
 import { chatLoop, sessionOptions } from "./Run.js"
 
 const root = Lookup.rootOption
@@ -118,7 +119,10 @@ const list = Command.make("list", listOptions, (options) =>
     Effect.gen(function*() {
       const index = yield* SessionIndex.SessionIndex
       const dir = yield* TranscriptLayout.canonicalCwd(Option.getOrElse(options.cwd, () => process.cwd()))
-      const sessions = yield* index.list(options.all ? { workers: true } : { cwd: dir }).pipe(Effect.mapError(describe))
+      const sessions = yield* index.list(options.all ? { workers: true } : { cwd: dir }).pipe(
+        Effect.mapError(describe),
+        Progress.withProgress("reading sessions")
+      )
       if (options.json) return yield* Console.log(JSON.stringify(sessions))
       if (sessions.length === 0) return yield* Console.log("no sessions")
       for (const info of sessions) {
