@@ -27,8 +27,11 @@ export interface Running {
 export interface StartOptions {
   readonly permissionTimeout?: Duration.DurationInput | undefined
   readonly maxLag?: number | undefined
+  readonly heartbeat?: Duration.DurationInput | undefined
   readonly stateDir?: string | undefined
   readonly dirs?: ClaudeCli.OfflineDirs | undefined
+  /** `--bare` (default true); some tools, such as AskUserQuestion, exist only without it. */
+  readonly bare?: boolean | undefined
   /** Stop a live session after this long idle. Default the server's (10 minutes). */
   readonly idleTimeout?: Duration.DurationInput | undefined
   /** A fixed port, to restart a server where its clients reconnect. Default 0 (a free one). */
@@ -62,9 +65,10 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
       permissionTimeout: options.permissionTimeout,
       idleTimeout: options.idleTimeout,
       maxLag: options.maxLag,
+      heartbeat: options.heartbeat,
       session: {
         env: ClaudeCli.isolatedEnv({ baseUrl: model?.url ?? "http://127.0.0.1:9", configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
-        bare: true,
+        bare: options.bare ?? true,
         stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
       }
     }).pipe(
