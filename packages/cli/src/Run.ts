@@ -92,8 +92,7 @@ interface Ui {
  * the rest of the command); otherwise a denial that says how to allow it.
  */
 const policy = (config: SessionConfig, ui: Ui) =>
-  Effect.map(Ref.make<ReadonlySet<string>>(new Set(config.allow)), (allowed) => {
-    const prompts = Effect.unsafeMakeSemaphore(1)
+  Effect.map(Effect.all([Ref.make<ReadonlySet<string>>(new Set(config.allow)), Effect.makeSemaphore(1)]), ([allowed, prompts]) => {
     const interactive = Keys.interactive()
     return Permissions.layer((request) =>
       Effect.gen(function*() {

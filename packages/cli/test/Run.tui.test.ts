@@ -1,0 +1,100 @@
+/**
+ * `skein run` on a real terminal: tmux on a private socket, keys sent to the
+ * pane, the screen read back. Only this test's tmux server is ever killed.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schedule } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { bin, folder, processesIn } from "./skein.js"
+
+const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
+
+/** A tmux server of its own, killed with the scope; the pane runs `skein ...args` in `cwd`, then shows its exit status. */
+const terminal = (cwd: string, args: ReadonlyArray<string>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const socket = `skein-tui-${process.pid}-${Crypto.randomBytes(4).toString("hex")}`
+      const tmux = (...rest: ReadonlyArray<string>) =>
+        ChildProcess.execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...rest], { encoding: "utf8" })
+      // The shell only reports the exit status: a trap (not inherited) keeps Ctrl-C from ending it first.
+      const command = `trap true INT; ${[process.execPath, bin, ...args].map(quote).join(" ")}; echo "[exit $?]"; exec sleep 600`
+      tmux("new-session", "-d", "-x", "160", "-y", "45", "-c", cwd, "sh", "-c", command)
+      return {
+        keys: (...keys: ReadonlyArray<string>) => void tmux("send-keys", "-t", "0", ...keys),
+        screen: () => tmux("capture-pane", "-p", "-t", "0", "-S", "-200"),
+        kill: () => {
+          try {
+            tmux("kill-server")
+          } catch {
+            // Already gone.
+          }
+        }
+      }
+    }),
+    (t) => Effect.sync(t.kill)
+  )
+
+type Terminal = Effect.Effect.Success<ReturnType<typeof terminal>>
+
+/** The screen once it matches `pattern`. */
+const waitFor = (t: Terminal, pattern: RegExp, within = "120 seconds" as const) =>
+  Effect.sync(t.screen).pipe(
+    Effect.filterOrFail((screen) => pattern.test(screen), () => new Error(`the screen never showed ${pattern}:\n${t.screen()}`)),
+    Effect.retry(Schedule.spaced("250 millis").pipe(Schedule.upTo(within)))
+  )
+
+/** No process is left in `cwd` once the tmux server is gone. */
+const nothingLeft = (t: Terminal, cwd: string) =>
+  Effect.sync(() => {
+    t.kill()
+    return processesIn(cwd)
+  }).pipe(
+    Effect.filterOrFail((left) => left.length === 0),
+    Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("10 seconds"))),
+    Effect.orElseSucceed(() => processesIn(cwd))
+  )
+
+describe("skein run on a terminal", () => {
+  it.scopedLive("asks permission on the terminal: y allows once (the tool runs, the model sees its result), n denies", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const allowed = yield* terminal(cwd, ["run", "--fake-model", "$ touch made.txt"])
+      yield* waitFor(allowed, /\? Bash wants to run with command="touch made\.txt"[\s\S]*\[y\] allow once +\[a\] allow Bash always +\[n\] deny/)
+      expect(Fs.existsSync(Path.join(cwd, "made.txt"))).toBe(false)
+      allowed.keys("y")
+      const done = yield* waitFor(allowed, /\[exit \d+\]/)
+      expect(done).toContain("[exit 0]")
+      expect(done).toContain("✓ Bash allowed (once)")
+      // FakeModel answers this only to a tool_result: the tool ran and its result went back to the model.
+      expect(done).toContain("The command printed:")
+      expect(Fs.existsSync(Path.join(cwd, "made.txt"))).toBe(true)
+      // The spinner erased itself.
+      expect(done).not.toContain("thinking…")
+      expect(yield* nothingLeft(allowed, cwd)).toEqual([])
+
+      const denied = yield* terminal(cwd, ["run", "--fake-model", "$ touch denied.txt"])
+      yield* waitFor(denied, /\[n\] deny/)
+      denied.keys("n")
+      const after = yield* waitFor(denied, /\[exit \d+\]/)
+      expect(after).toContain("✗ Bash denied: at the prompt")
+      expect(after).toContain("The command was not run")
+      expect(Fs.existsSync(Path.join(cwd, "denied.txt"))).toBe(false)
+      expect(yield* nothingLeft(denied, cwd)).toEqual([])
+    }), 300_000)
+
+  it.scopedLive("Ctrl-C interrupts a streaming turn: exit 130, the stream stops, no process left", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const t = yield* terminal(cwd, ["run", "--fake-model", "tell me everything [slow]"])
+      yield* waitFor(t, /Part 2:/)
+      t.keys("C-c")
+      const done = yield* waitFor(t, /\[exit \d+\]/)
+      expect(done).toContain("[exit 130]")
+      expect(done).toContain("interrupted")
+      expect(done).not.toContain("Part 40:")
+      expect(yield* nothingLeft(t, cwd)).toEqual([])
+    }), 300_000)
+})
