@@ -33,8 +33,11 @@ const collectUntil = async (
 const texts = (parts: ReadonlyArray<{ readonly type: string; readonly text?: string }>) =>
   parts.flatMap((p) => (p.type === "text" && p.text !== undefined ? [p.text] : []))
 
-const archived = (server: Harness.Running, cliSessionId: string) =>
-  Fs.existsSync(Path.join(server.dirs.configDir, "skein", "serve", "archive", `${cliSessionId}.jsonl`))
+/** skein's session info carries the CLI's UUID beside opencode's fields. */
+const cliOf = (session: object) => ("cliSessionId" in session && typeof session.cliSessionId === "string" ? session.cliSessionId : "")
+
+const archived = (server: Harness.Running, session: object) =>
+  Fs.existsSync(Path.join(server.dirs.configDir, "skein", "serve", "archive", `${cliOf(session)}.jsonl`))
 
 describe("skein serve's session routes through @opencode-ai/sdk", () => {
   it.scopedLive("v2: PATCH, async then sync prompt, one message, fork before a message, children, summarize, DELETE", () =>
@@ -104,7 +107,7 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
       expect(r.listed.map((s) => s.id)).toContain(r.session.id)
       expect(r.listed.map((s) => s.id)).not.toContain(r.fork.id)
       expect(r.gone).toBe(404)
-      expect(archived(server, r.fork.cliSessionId as string)).toBe(true)
+      expect(archived(server, r.fork)).toBe(true)
     }))
 
   it.scopedLive("v1: sync prompt with a permission answered on the legacy route (the tool runs), abort mid-stream, fork, summarize, DELETE", () =>
@@ -169,6 +172,6 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
       expect(r.summarized).toBe(true)
       expect(r.deleted).toBe(true)
       expect(r.gone).toBe(404)
-      expect(archived(server, (r.session as unknown as { cliSessionId: string }).cliSessionId)).toBe(true)
+      expect(archived(server, r.session)).toBe(true)
     }))
 })
