@@ -100,7 +100,8 @@ describe("Skein.layer", () => {
       const where = yield* Skein.Skein.pipe(
         Effect.provide(Skein.layerConfig().pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))))
       )
-      expect(where.stateDir).toBe(Path.join(d.root, "state"))
-      expect(Fs.existsSync(where.journal)).toBe(true)
+      expect(where).toEqual(Skein.paths({ configDir: d.configDir, stateDir: Path.join(d.root, "state") }))
+      // The task store opened its folder under the state root.
+      expect(Fs.existsSync(Path.join(where.stateDir, "tasks"))).toBe(true)
     }))
 })
