@@ -96,8 +96,18 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
     /** One permit per process a profile may hold or be starting. */
     const slots = new Map<string, Effect.Semaphore>()
 
+    /** A held process that exits is dropped and replaced; one taken meanwhile is its session's. */
+    const dropOnExit = (warm: Warm, permits: Effect.Semaphore) =>
+      Effect.zipRight(
+        warm.launched.child.await,
+        Effect.flatMap(
+          SubscriptionRef.modify(ready, (warms) => [warms.includes(warm), warms.filter((w) => w !== warm)] as const),
+          (held) => held ? Effect.zipRight(Scope.close(warm.scope, Exit.void), permits.release(1)) : Effect.void
+        )
+      )
+
     /** Starts one process and adds it to `ready`; it is in `ready` or stopped, never lost. */
-    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize) =>
+    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize, permits: Effect.Semaphore) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const scope = yield* Scope.make()
@@ -106,7 +116,10 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
             Effect.provideService(ProcessHost.ProcessHost, host),
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
           )
-          yield* SubscriptionRef.update(ready, (warms) => [...warms, { key, launched, scope }])
+          const warm: Warm = { key, launched, scope }
+          yield* SubscriptionRef.update(ready, (warms) => [...warms, warm])
+          // Forked from an uninterruptible region: made interruptible, so the pool's close does not wait on it.
+          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm, permits)))
         })
       ).pipe(
         Effect.tapError((error) => Effect.logWarning("SessionPool: a warm start failed; retrying", error)),
@@ -122,7 +135,7 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
       // A permit comes back when a process is taken: that starts its replacement.
       yield* FiberSet.run(
         starting,
-        Effect.forever(Effect.zipRight(permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize))))
+        Effect.forever(Effect.zipRight(permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize, permits))))
       )
     }
 
@@ -131,7 +144,7 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
     const replenish = (permits: Effect.Semaphore) =>
       Duration.isZero(delay)
         ? Effect.asVoid(permits.release(1))
-        : Effect.asVoid(FiberSet.run(starting, Effect.delay(permits.release(1), delay)))
+        : Effect.asVoid(FiberSet.run(starting, Effect.interruptible(Effect.delay(permits.release(1), delay))))
 
     /** The first held process of `key` that still runs; dead ones are dropped (and replaced). */
     const takeLive = (key: string, permits: Effect.Semaphore): Effect.Effect<Option.Option<Warm>> =>

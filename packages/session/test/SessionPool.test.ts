@@ -100,6 +100,19 @@ describe("SessionPool", () => {
       expect(yield* pool.held.get).toEqual([warmPid])
     }).pipe(Effect.provide(ProcessHost.layerMemory())))
 
+  it.scopedLive("a held process that dies is dropped and replaced, never handed over", () =>
+    Effect.gen(function*() {
+      const profile = standIn(yield* tempDir)
+      const poolLayer = yield* poolIn(yield* Effect.scope, { profiles: [profile], size: 1 })
+      const pool = yield* Effect.provide(SessionPool.SessionPool, poolLayer)
+      const [first] = yield* heldWhen(pool, (pids) => pids.length === 1)
+      process.kill(first!, "SIGKILL")
+      const [replacement] = yield* heldWhen(pool, (pids) => pids.length === 1 && pids[0] !== first)
+      const session = yield* Session.start(profile).pipe(Effect.provide(poolLayer))
+      expect(session.pid).toBe(replacement)
+      expect(yield* turnText(session, "hi")).toBe("canned")
+    }).pipe(Effect.provide(ProcessHost.layerMemory())))
+
   it.scopedLive("closing the pool leaves no process; a size of 0 holds none", () =>
     Effect.gen(function*() {
       const a = standIn(yield* tempDir)
