@@ -187,6 +187,7 @@ interface Core {
   /** The live session, started (or resumed) when it is not running; counts as a prompt for the idle timer. */
   readonly live: (sessionID: string) => Effect.Effect<LiveSession.LiveSession, RegistryError>
   readonly stopLive: (sessionID: string) => Effect.Effect<void>
+  readonly settle: Duration.DurationInput
 }
 
 const failed = (sessionID: string, what: string) => (e: unknown) => new SessionFailed({ sessionID, reason: `${what}: ${String(e)}` })
@@ -279,6 +280,51 @@ const fork = (core: Core) =>
     return info
   })
 
+/** Queues the content as a turn of the live session (starting it); the turns ended before it. */
+const send = (core: Core, sessionID: string, content: Content) =>
+  Effect.gen(function*() {
+    const session = yield* core.live(sessionID)
+    const k = yield* core.catalog.lookup(sessionID)
+    k.updated = Date.now()
+    const before = (yield* SubscriptionRef.get(session.ended)).count
+    const turn = yield* session.session.send(content).pipe(Effect.mapError(failed(sessionID, "sending the prompt")))
+    return { session, turn, before }
+  })
+
+const prompt = (core: Core) =>
+  Effect.fn("SessionRegistry.prompt")(function*(sessionID: string, content: Content) {
+    const { before, session, turn } = yield* send(core, sessionID, content)
+    yield* turn.result.pipe(Effect.mapError(failed(sessionID, "the turn")))
+    const last = Option.flatMap(yield* untilEnded(session, before, core.settle), lastAssistant)
+    if (Option.isNone(last)) {
+      return yield* new SessionFailed({ sessionID, reason: `the turn produced no assistant message (prompt: ${textOf(content).slice(0, 40)})` })
+    }
+    return last.value
+  })
+
+const abort = (core: Core) =>
+  Effect.fn("SessionRegistry.abort")(function*(sessionID: string) {
+    yield* core.catalog.lookup(sessionID)
+    const slot = core.slots.get(sessionID)
+    if (slot === undefined) return true
+    const session = yield* Deferred.await(slot.ready).pipe(Effect.option)
+    if (Option.isSome(session)) yield* Effect.ignore(session.value.session.interrupt)
+    return true
+  })
+
+/** Busy sessions only, as opencode lists them. */
+const status = (slots: ReadonlyMap<string, Slot>) =>
+  Effect.gen(function*() {
+    const out: Record<string, Canonical.SessionStatus> = {}
+    for (const [id, slot] of slots) {
+      const session = yield* Deferred.poll(slot.ready)
+      if (Option.isNone(session)) continue
+      const done = yield* Effect.option(session.value)
+      if (Option.isSome(done) && (yield* SubscriptionRef.get(done.value.busy))) out[id] = { type: "busy" }
+    }
+    return out
+  })
+
 export const make = Effect.fn("SessionRegistry.make")(function*(options: Options) {
   const fs = yield* FileSystem.FileSystem
   const host = yield* ProcessHost.ProcessHost
@@ -355,18 +401,9 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     slots,
     transcriptOf,
     live,
-    stopLive: (sessionID) => lock.withPermits(1)(FiberMap.remove(fibers, sessionID))
+    stopLive: (sessionID) => lock.withPermits(1)(FiberMap.remove(fibers, sessionID)),
+    settle
   }
-
-  const send = (sessionID: string, content: Content) =>
-    Effect.gen(function*() {
-      const session = yield* live(sessionID)
-      const k = yield* catalog.lookup(sessionID)
-      k.updated = Date.now()
-      const before = (yield* SubscriptionRef.get(session.ended)).count
-      const turn = yield* session.session.send(content).pipe(Effect.mapError(failed(sessionID, "sending the prompt")))
-      return { session, turn, before }
-    })
 
   return SessionRegistry.of({
     create: Effect.fn("SessionRegistry.create")(function*(input) {
@@ -395,45 +432,16 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     todo: (sessionID) => Effect.map(messagesOf(core, sessionID), Todos.todos),
     fork: (sessionID, input) => Effect.provideService(fork(core)(sessionID, input), FileSystem.FileSystem, fs),
     summarize: (sessionID) =>
-      Effect.gen(function*() {
-        const { turn } = yield* send(sessionID, "/compact")
-        yield* turn.result.pipe(Effect.mapError(failed(sessionID, "compacting")))
-      }),
-    prompt: (sessionID, content) =>
-      Effect.gen(function*() {
-        const { before, session, turn } = yield* send(sessionID, content)
-        yield* turn.result.pipe(Effect.mapError(failed(sessionID, "the turn")))
-        const last = Option.flatMap(yield* untilEnded(session, before, settle), lastAssistant)
-        if (Option.isNone(last)) {
-          return yield* new SessionFailed({ sessionID, reason: `the turn produced no assistant message (prompt: ${textOf(content).slice(0, 40)})` })
-        }
-        return last.value
-      }),
+      Effect.flatMap(send(core, sessionID, "/compact"), ({ turn }) => Effect.mapError(turn.result, failed(sessionID, "compacting"))),
+    prompt: prompt(core),
     promptAsync: (sessionID, content, promptOptions) =>
-      Effect.gen(function*() {
-        // Queued in the session's turn order; its end reaches clients as events.
-        yield* send(sessionID, content)
-        return promptOptions?.messageID ?? Ids.make("msg", Ids.sortKey(Date.now(), Ids.PROMPT_ORDINAL), crypto.randomUUID())
-      }),
-    abort: (sessionID) =>
-      Effect.gen(function*() {
-        yield* catalog.lookup(sessionID)
-        const slot = slots.get(sessionID)
-        if (slot === undefined) return true
-        const session = yield* Deferred.await(slot.ready).pipe(Effect.option)
-        if (Option.isSome(session)) yield* Effect.ignore(session.value.session.interrupt)
-        return true
-      }),
-    status: Effect.gen(function*() {
-      const out: Record<string, Canonical.SessionStatus> = {}
-      for (const [id, slot] of slots) {
-        const session = yield* Deferred.poll(slot.ready)
-        if (Option.isNone(session)) continue
-        const done = yield* Effect.option(session.value)
-        if (Option.isSome(done) && (yield* SubscriptionRef.get(done.value.busy))) out[id] = { type: "busy" }
-      }
-      return out
-    }),
+      // Queued in the session's turn order; its end reaches clients as events.
+      Effect.as(
+        send(core, sessionID, content),
+        promptOptions?.messageID ?? Ids.make("msg", Ids.sortKey(Date.now(), Ids.PROMPT_ORDINAL), crypto.randomUUID())
+      ),
+    abort: abort(core),
+    status: status(slots),
     running: Effect.suspend(() => Effect.filter([...slots.entries()], ([, slot]) => Effect.map(Deferred.poll(slot.ready), Option.isSome))).pipe(
       Effect.map((all) => all.map(([id]) => id))
     ),
