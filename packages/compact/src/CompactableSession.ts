@@ -55,15 +55,15 @@ export interface CompactableSession {
   readonly subscribe: Effect.Effect<Queue.Dequeue<Turn.SessionEvent>, never, Scope.Scope>
   /** Queues a user message on the live CLI, after any pass under way. */
   readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn.Turn, SessionError.TurnError>
+  /** Compaction events, from the moment of subscription on. */
+  readonly compactions: Effect.Effect<Queue.Dequeue<Compaction.Event>, never, Scope.Scope>
+  /** Publishes a compaction event (`Compaction.run` does); it updates `state`'s `compaction`. */
+  readonly publish: (event: Compaction.Event) => Effect.Effect<void>
   /**
    * Waits for the authoritative idle, ends the CLI (stdin closed, exit
    * awaited), runs `during`, then starts the CLI again with `--resume` of
    * the same id, whatever `during` did: failed, interrupted or done.
    */
-  /** Compaction events, from the moment of subscription on. */
-  readonly compactions: Effect.Effect<Queue.Dequeue<Compaction.Event>, never, Scope.Scope>
-  /** Publishes a compaction event (`Compaction.run` does). */
-  readonly publish: (event: Compaction.Event) => Effect.Effect<void>
   readonly suspend: Live["suspend"]
   /**
    * Runs `f` at the authoritative idle with the live CLI, holding off every
