@@ -193,7 +193,13 @@ export class Messages extends HttpApiGroup.make("messages")
   .addError(BadRequest)
   .addError(NotFoundError)
   .addError(UnknownError)
-  .add(HttpApiEndpoint.get("list", "/session/:sessionID/message").setPath(sessionPath).addSuccess(Schema.Array(Message)))
+  .add(
+    HttpApiEndpoint.get("list", "/session/:sessionID/message").setPath(sessionPath)
+      // A string, read leniently: a bad `limit` is ignored rather than answered with another error shape.
+      .setUrlParams(Schema.Struct({ limit: Schema.optional(Schema.String) }))
+      .addSuccess(Schema.Array(Message))
+      .annotate(OpenApi.Description, "The history; `limit` keeps the latest n messages")
+  )
   .add(
     HttpApiEndpoint.get("get", "/session/:sessionID/message/:messageID")
       .setPath(Schema.Struct({ sessionID: Schema.String, messageID: Schema.String }))

@@ -57,6 +57,7 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
         await idle
         const reply = (await client.session.prompt({ sessionID, parts: [{ type: "text", text: "two" }] })).data!
         const messages = (await client.session.messages({ sessionID })).data!
+        const latest = (await client.session.messages({ sessionID, limit: 2 })).data!
         const one = (await client.session.message({ sessionID, messageID: messages[1]!.info.id })).data!
         const fork = (await client.session.fork({ sessionID, messageID: messages[2]!.info.id })).data!
         const children = (await client.session.children({ sessionID })).data!
@@ -73,6 +74,7 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
           accepted: { status: accepted.response.status, id: accepted.response.headers.get("x-skein-message-id") },
           reply,
           messages,
+          latest,
           one,
           fork,
           children,
@@ -89,6 +91,7 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
       expect(r.accepted).toEqual({ status: 204, id: "msg_client" })
       expect(texts(r.reply.parts)).toEqual(["Second answer."])
       expect(r.messages.map((m) => m.info.role)).toEqual(["user", "assistant", "user", "assistant"])
+      expect(r.latest.map((m) => m.info.id)).toEqual(r.messages.slice(2).map((m) => m.info.id))
       expect(r.one.info.id).toBe(r.messages[1]!.info.id)
       expect(texts(r.one.parts)).toEqual(["First answer."])
       expect(r.fork.parentID).toBe(r.session.id)

@@ -80,9 +80,10 @@ export const make = (timeout: Duration.DurationInput): Questions => {
       Effect.gen(function*() {
         const entry = yield* Effect.sync(() => entryFor(keyOf(cliSessionId, request.requestId)))
         const answer = yield* Deferred.await(entry.answer).pipe(
-          Effect.timeoutTo({ duration: timeout, onSuccess: (a) => a, onTimeout: (): Answer => ({ _tag: "Rejected", reason }) })
+          Effect.timeoutTo({ duration: timeout, onSuccess: (a) => a, onTimeout: (): Answer => ({ _tag: "Rejected", reason }) }),
+          // Also when the session stops while the question is pending: it is no longer listed.
+          Effect.ensuring(Effect.sync(() => remove(entry)))
         )
-        yield* Effect.sync(() => remove(entry))
         yield* onResolved(answer)
         return answer._tag === "Answered"
           ? Permissions.allow({ updatedInput: updatedInput(request.input, answer.answers) })

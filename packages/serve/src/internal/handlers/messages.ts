@@ -16,12 +16,18 @@ import { decodeBody, orWire } from "./common.js"
 const contentOf = (parts: typeof PromptBody.Type["parts"]): ReadonlyArray<Anthropic.ContentBlock> =>
   parts.flatMap((p) => ("text" in p && p.type === "text" ? [{ type: "text" as const, text: p.text }] : []))
 
+/** The latest `limit` messages, as opencode's `?limit=` gives them; all without a positive number. */
+const latest = (limit: string | undefined) => <A>(messages: ReadonlyArray<A>): ReadonlyArray<A> => {
+  const n = limit === undefined ? Number.NaN : Number.parseInt(limit, 10)
+  return Number.isInteger(n) && n > 0 ? messages.slice(-n) : messages
+}
+
 export const layer = HttpApiBuilder.group(ServeApi, "messages", (handlers) =>
   Effect.gen(function*() {
     const registry = yield* SessionRegistry
     const events = yield* ServerEvents
     return handlers
-      .handle("list", ({ path }) => orWire(registry.messages(path.sessionID)))
+      .handle("list", ({ path, urlParams }) => Effect.map(orWire(registry.messages(path.sessionID)), latest(urlParams.limit)))
       .handle("get", ({ path }) => orWire(registry.message(path.sessionID, path.messageID)))
       .handleRaw("prompt", ({ path, request }) =>
         Effect.flatMap(
