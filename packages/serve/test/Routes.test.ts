@@ -68,6 +68,10 @@ describe("skein serve routes", () => {
       const reject = yield* call(`${server.url}/question/que_nope/reject`, { method: "POST", headers })
       expect(reject.status).toBe(404)
       expect(reject.json.name).toBe("NotFoundError")
+      expect((yield* call(`${server.url}/session/status`, { headers })).json).toEqual({})
+      // CORS headers reach the written response (the guard is a router middleware).
+      const cors = yield* Effect.promise(() => fetch(`${server.url}/session/${id}`, { headers: { ...headers, origin: server.url } }))
+      expect(cors.headers.get("access-control-allow-origin")).toBe(server.url)
       const dirs = yield* call(`${server.url}/project/global/directories`, { headers })
       expect(dirs.json).toEqual([{ directory: server.dirs.cwd }])
       const location = yield* call(`${server.url}/api/model?location[directory]=${encodeURIComponent(server.dirs.cwd)}`, { headers })
