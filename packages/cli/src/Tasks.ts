@@ -48,6 +48,10 @@ export const manager = (configRoot: string) =>
     yield* fs.makeDirectory(killDir(dir), { recursive: true, mode: 0o700 })
     yield* fs.writeFileString(Path.join(dir, "owner.json"), JSON.stringify(owner), { mode: 0o600 })
     const tasks = yield* TaskManager.make({ root: dir })
+    // A process that hosted no task leaves nothing behind.
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(tasks.list, (all) => all.length === 0 ? Effect.ignore(fs.remove(dir, { recursive: true })) : Effect.void)
+    )
     return { dir, tasks }
   }).pipe(Effect.mapError((e) => fail(`could not keep tasks under ${configRoot}: ${e.message}`)))
 

@@ -18,7 +18,7 @@ const terminal = (cwd: string, args: ReadonlyArray<string>) =>
     Effect.sync(() => {
       const socket = `skein-tui-${process.pid}-${Crypto.randomBytes(4).toString("hex")}`
       const tmux = (...rest: ReadonlyArray<string>) =>
-        ChildProcess.execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...rest], { encoding: "utf8" })
+        ChildProcess.execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...rest], { encoding: "utf8", stdio: "pipe" })
       // The shell only reports the exit status: a trap (not inherited) keeps Ctrl-C from ending it first.
       const command = `trap true INT; ${[process.execPath, bin, ...args].map(quote).join(" ")}; echo "[exit $?]"; exec sleep 600`
       tmux("new-session", "-d", "-x", "160", "-y", "45", "-c", cwd, "sh", "-c", command)
@@ -83,6 +83,25 @@ describe("skein run on a terminal", () => {
       expect(after).toContain("The command was not run")
       expect(Fs.existsSync(Path.join(cwd, "denied.txt"))).toBe(false)
       expect(yield* nothingLeft(denied, cwd)).toEqual([])
+    }), 300_000)
+
+  it.scopedLive("skein chat on a terminal: a allows the tool always, so the next call runs without asking; Ctrl-D ends it", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const t = yield* terminal(cwd, ["chat", "--fake-model"])
+      yield* waitFor(t, /^>/m)
+      t.keys("$ touch first.txt", "Enter")
+      yield* waitFor(t, /\[n\] deny/)
+      t.keys("a")
+      yield* waitFor(t, /✓ Bash allowed \(always\)[\s\S]*The command printed:[\s\S]*\n> ?$/m)
+      expect(Fs.existsSync(Path.join(cwd, "first.txt"))).toBe(true)
+      t.keys("$ touch second.txt", "Enter")
+      const second = yield* waitFor(t, /touch second\.txt[\s\S]*The command printed:[\s\S]*\n> ?$/m)
+      expect(second.match(/wants to run/g)?.length).toBe(1)
+      expect(Fs.existsSync(Path.join(cwd, "second.txt"))).toBe(true)
+      t.keys("C-d")
+      expect(yield* waitFor(t, /\[exit \d+\]/)).toContain("[exit 0]")
+      expect(yield* nothingLeft(t, cwd)).toEqual([])
     }), 300_000)
 
   it.scopedLive("Ctrl-C interrupts a streaming turn: exit 130, the stream stops, no process left", () =>

@@ -15,7 +15,7 @@ describe("skein run", () => {
       expect(ran.code).toBe(0)
       expect(ran.stdout).toContain(greeting)
       expect(processesIn(cwd)).toEqual([])
-    }), 60_000)
+    }), 180_000)
 
   it.scopedLive("--json prints canonical events, one JSON object a line", () =>
     Effect.gen(function*() {
@@ -28,7 +28,7 @@ describe("skein run", () => {
       expect(types).toContain("session.idle")
       expect(ran.stdout).toContain(greeting)
       expect(processesIn(cwd)).toEqual([])
-    }), 60_000)
+    }), 180_000)
 
   it.scopedLive("--allow and --deny decide the CLI's permission requests", () =>
     Effect.gen(function*() {
@@ -46,7 +46,7 @@ describe("skein run", () => {
       expect(allowed.stderr).toContain("✓ Bash allowed")
       expect(Fs.existsSync(Path.join(cwd, "made.txt"))).toBe(true)
       expect(processesIn(cwd)).toEqual([])
-    }), 90_000)
+    }), 300_000)
 
   it.scopedLive("Ctrl-C interrupts a streaming turn: exit 130, no process left", () =>
     Effect.gen(function*() {
@@ -66,7 +66,7 @@ describe("skein run", () => {
       expect(ran.stderr).toContain("interrupted")
       expect(ran.stdout).not.toContain("Part 40:")
       expect(processesIn(cwd)).toEqual([])
-    }), 60_000)
+    }), 180_000)
 })
 
 describe("skein chat", () => {
@@ -80,7 +80,7 @@ describe("skein chat", () => {
       expect(Fs.existsSync(Path.join(cwd, "chat.txt"))).toBe(true)
       expect(ran.stderr.match(/^done/gm)?.length).toBe(2)
       expect(processesIn(cwd)).toEqual([])
-    }), 60_000)
+    }), 180_000)
 
   it.scopedLive("Ctrl-C between turns quits: exit 130, no process left", () =>
     Effect.gen(function*() {
@@ -101,5 +101,5 @@ describe("skein chat", () => {
       expect(ran.code).toBe(130)
       expect(ran.stdout).toContain(greeting)
       expect(processesIn(cwd)).toEqual([])
-    }), 60_000)
+    }), 180_000)
 })
