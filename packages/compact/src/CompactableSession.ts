@@ -117,6 +117,8 @@ export const recordEvent = (state: SessionState.CompactionState, event: Compacti
         compacting: false,
         lastOutcome: event.outcome._tag === "Compacted" ? "compacted" : `declined: ${event.outcome.reason._tag}`
       }
+    case "CliFinished":
+      return { ...state, compacting: false, lastOutcome: event.turn.isError ? "failed" : "compacted" }
     case "Failed":
       return { ...state, compacting: false, lastOutcome: "failed" }
   }

@@ -10,6 +10,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Transcript } from "@skein/protocol"
+import type { Turn } from "@skein/session"
 import { ResumeLoader, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { Cause, Clock, Data, Effect, Either, Exit, Option } from "effect"
 import type * as CompactableSession from "./CompactableSession.js"
@@ -177,9 +178,11 @@ export type MemoryPassContext = TranscriptStore.TranscriptStore | FileSystem.Fil
  * @since 0.0.0
  */
 export type Event = Data.TaggedEnum<{
-  Started: { readonly pass: Pass; readonly trigger: "manual" | "auto" }
+  Started: { readonly pass: Pass | "cli"; readonly trigger: "manual" | "auto" }
   Finished: { readonly outcome: Outcome }
-  Failed: { readonly pass: Pass; readonly error: string }
+  /** The CLI's own `/compact` ran (`viaCli`); it says nothing of tokens but its turn's usage. */
+  CliFinished: { readonly turn: Turn.TurnSummary }
+  Failed: { readonly pass: Pass | "cli"; readonly error: string }
 }>
 
 /** @since 0.0.0 */
@@ -295,6 +298,32 @@ export const run = Effect.fn("Compaction.run")(function*(host: Host, options: Ru
         )
       }))
     })
+  )
+})
+
+/**
+ * The CLI's own `/compact` (`{ via: "cli" }` in the issue's terms): one turn
+ * of the live session at its idle, with every other `send` and pass held
+ * off. The CLI writes its boundary and summary itself, in its own words; no
+ * restart is needed, since the CLI holds the file throughout.
+ *
+ * @since 0.0.0
+ */
+export const viaCli = Effect.fn("Compaction.viaCli")(function*(
+  host: Pick<Host, "exclusive" | "publish">,
+  options: { readonly instructions?: string | undefined } = {}
+) {
+  const command = options.instructions === undefined ? "/compact" : `/compact ${options.instructions}`
+  return yield* host.exclusive((live) =>
+    host.publish(Event.Started({ pass: "cli", trigger: "manual" })).pipe(
+      Effect.zipRight(Effect.flatMap(live.session.send(command), (turn) => turn.result)),
+      Effect.onExit((exit) =>
+        Exit.match(exit, {
+          onSuccess: (turn) => host.publish(Event.CliFinished({ turn })),
+          onFailure: (cause) => host.publish(Event.Failed({ pass: "cli", error: Cause.pretty(cause) }))
+        })
+      )
+    )
   )
 })
 
