@@ -35,11 +35,14 @@ export const follow = <A>(options: {
         )
       )
     const live = Stream.fromQueue(subscription).pipe(
-      Stream.flatMap((record) => {
-        if (record.seq <= last) return Stream.empty
-        if (record.seq === last + 1) return emit(Stream.make(record))
-        return emit(Stream.concat(options.read(last + 1, record.seq), Stream.make(record)))
-      }, { concurrency: 1 })
+      // `last` is read when the record's turn comes, not when it is dequeued: a batch is
+      // dequeued at once, and its records must not each look like a gap to refill from disk.
+      Stream.flatMap((record) =>
+        Stream.suspend(() => {
+          if (record.seq <= last) return Stream.empty
+          if (record.seq === last + 1) return emit(Stream.make(record))
+          return emit(Stream.concat(options.read(last + 1, record.seq), Stream.make(record)))
+        }), { concurrency: 1 })
     )
     return Stream.concat(emit(options.read(options.from, end)), live)
   }))
