@@ -83,10 +83,11 @@ export const make = (options: Options = {}) =>
     const ask = (cliSessionId: string, request: Permissions.PermissionRequest, onResolved: (r: Resolution) => Effect.Effect<void>) =>
       Effect.gen(function*() {
         const entry = yield* Effect.sync(() => entryFor(keyOf(cliSessionId, request.requestId)))
+        // Removed however the wait ends: a session stopped mid-ask must not leave it listed.
         const resolution = yield* Deferred.await(entry.answer).pipe(
-          Effect.timeoutTo({ duration: timeout, onSuccess: (r) => r, onTimeout: (): Resolution => ({ reply: "reject", message: reason }) })
+          Effect.timeoutTo({ duration: timeout, onSuccess: (r) => r, onTimeout: (): Resolution => ({ reply: "reject", message: reason }) }),
+          Effect.ensuring(Effect.sync(() => remove(entry)))
         )
-        yield* Effect.sync(() => remove(entry))
         yield* onResolved(resolution)
         return decision(resolution)
       }).pipe(Effect.withSpan("PermissionBroker.ask"))

@@ -15,6 +15,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpLayerRouter from "@effect/platform/HttpLayerRouter"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerRespondable from "@effect/platform/HttpServerRespondable"
@@ -181,6 +182,15 @@ export const routes = (options: Options) =>
     guard(options)
   )
 
+/**
+ * A request that carries the token in its query (the dashboard's entry,
+ * `/?token=`) makes no span: the platform's span records the full URL.
+ */
+const carriesToken = (request: HttpServerRequest.HttpServerRequest): boolean =>
+  new URL(request.url, "http://skein.invalid").searchParams.has("token")
+
 /** The server as a layer: serve it over any `HttpServer` (NodeHttpServer in production, port 0 in tests). */
 export const layer = (options: Options) =>
-  HttpLayerRouter.serve(routes(options), { disableLogger: true, disableListenLog: true, middleware: notFound })
+  HttpLayerRouter.serve(routes(options), { disableLogger: true, disableListenLog: true, middleware: notFound }).pipe(
+    HttpMiddleware.withTracerDisabledWhen(carriesToken)
+  )
