@@ -192,6 +192,34 @@ export const start = Effect.fn("Session.start")(function*(options: SessionOption
   return yield* runOn(launched, options, services, initialize)
 })
 
+/** The turn tracker's timings, from the session's options. */
+const trackerOptions = (options: SessionOptions) => ({
+  backgroundWaitMillis: options.backgroundWait === "forever" ? "forever" as const : millisOf(options.backgroundWait),
+  interruptSettleMillis: millisOf(options.interruptSettle),
+  followUpSettleMillis: millisOf(options.taskSettle)
+})
+
+/** What `system/init` settles: the session id, the trace's CLI facts, the transcript's path. */
+const recordInit = (context: {
+  readonly options: SessionOptions
+  readonly root: string
+  readonly sessionId: Deferred.Deferred<string, TurnError>
+  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly trace: Trace.SessionTrace
+}) =>
+(message: CliMessage.Init) =>
+  Effect.gen(function*() {
+    const { options, state } = context
+    yield* Deferred.succeed(context.sessionId, message.session_id)
+    yield* context.trace.onInit(message)
+    const resumed = options.resume
+    if (resumed !== undefined && options.forkSession !== true && !resumed.endsWith(".jsonl") && resumed !== message.session_id) {
+      yield* Effect.logWarning(`Session: resumed ${resumed}, but the CLI reports ${message.session_id}`)
+    }
+    const transcriptPath = Paths.transcriptPath(context.root, message.cwd, message.session_id)
+    yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
+  })
+
 /** The session over a launched CLI: every unit wired to its bus, in the current Scope. */
 const runOn = Effect.fnUntraced(function*(
   launched: Launch.Launched,
@@ -245,11 +273,7 @@ const runOn = Effect.fnUntraced(function*(
   })
   const requests = yield* CliRequests.make({ services, state, write, trace })
   const turns = yield* Turns.make({
-    tracker: {
-      backgroundWaitMillis: options.backgroundWait === "forever" ? "forever" : millisOf(options.backgroundWait),
-      interruptSettleMillis: millisOf(options.interruptSettle),
-      followUpSettleMillis: millisOf(options.taskSettle)
-    },
+    tracker: trackerOptions(options),
     writeUser: (content) => write(HostMessage.user(content)),
     cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
     ended: endedWith,
@@ -258,17 +282,7 @@ const runOn = Effect.fnUntraced(function*(
     trace
   })
 
-  const onInit = (message: CliMessage.Init) =>
-    Effect.gen(function*() {
-      yield* Deferred.succeed(sessionId, message.session_id)
-      yield* trace.onInit(message)
-      const resumed = options.resume
-      if (resumed !== undefined && options.forkSession !== true && !resumed.endsWith(".jsonl") && resumed !== message.session_id) {
-        yield* Effect.logWarning(`Session: resumed ${resumed}, but the CLI reports ${message.session_id}`)
-      }
-      const transcriptPath = Paths.transcriptPath(root, message.cwd, message.session_id)
-      yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
-    })
+  const onInit = recordInit({ options, root, sessionId, state, trace })
 
   const route = (message: CliMessage.CliMessage): Effect.Effect<void> => {
     switch (message.type) {

@@ -76,6 +76,38 @@ const publicTurn = (record: TurnRecord): Turn => ({
   result: Deferred.await(record.done)
 })
 
+const newRecord = (
+  index: number,
+  origin: TurnTracker.Origin,
+  content: Content | undefined,
+  links: ReadonlyArray<Tracer.SpanLink> = []
+) =>
+  Effect.gen(function*() {
+    return {
+      index,
+      origin,
+      content,
+      events: yield* Mailbox.make<SessionEvent, TurnError>(),
+      done: yield* Deferred.make<TurnSummary, TurnError>(),
+      costBefore: yield* Ref.make(0),
+      links
+    } satisfies TurnRecord
+  })
+
+/** What a turn's `result` answers, from the tracker's end of it. */
+const fullSummary = (
+  record: TurnRecord,
+  output: Extract<TurnTracker.Output, { _tag: "TurnEnded" }>,
+  costBefore: number,
+  structuredOutput: Options["structuredOutput"]
+): TurnSummary => ({
+  ...summarize(output.results, { costBefore, interrupted: output.interrupted }),
+  origin: record.origin,
+  endReason: output.reason,
+  liveTasks: output.liveTasks,
+  ...(structuredOutput === undefined ? {} : { structuredOutput: structuredOutput(output.results) })
+})
+
 /** Answers to the host's own requests are plumbing, not part of any turn. */
 const belongsToTurn = (event: SessionEvent) => !(event._tag === "Message" && event.message.type === "control_response")
 
@@ -96,24 +128,6 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     const key = (origin: TurnTracker.Origin, turn: number) => origin === "host" ? turn : -turn
 
-    const newRecord = (
-      index: number,
-      origin: TurnTracker.Origin,
-      content: Content | undefined,
-      links: ReadonlyArray<Tracer.SpanLink> = []
-    ) =>
-      Effect.gen(function*() {
-        return {
-          index,
-          origin,
-          content,
-          events: yield* Mailbox.make<SessionEvent, TurnError>(),
-          done: yield* Deferred.make<TurnSummary, TurnError>(),
-          costBefore: yield* Ref.make(0),
-          links
-        } satisfies TurnRecord
-      })
-
     /** Ends the record's span, if it has one, as `end` says. */
     const endSpan = (record: TurnRecord, end: (trace: Trace.SessionTrace, span: Tracer.Span) => Effect.Effect<void>) =>
       Effect.suspend(() => {
@@ -127,17 +141,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
       Effect.gen(function*() {
         records.delete(key(record.origin, record.index))
         if (current === record) current = undefined
-        const summary = summarize(output.results, {
-          costBefore: yield* Ref.get(record.costBefore),
-          interrupted: output.interrupted
-        })
-        const full: TurnSummary = {
-          ...summary,
-          origin: record.origin,
-          endReason: output.reason,
-          liveTasks: output.liveTasks,
-          ...(options.structuredOutput === undefined ? {} : { structuredOutput: options.structuredOutput(output.results) })
-        }
+        const full = fullSummary(record, output, yield* Ref.get(record.costBefore), options.structuredOutput)
         yield* endSpan(record, (t, span) => t.turnEnded(span, full))
         yield* record.events.end
         yield* Deferred.succeed(record.done, full)
