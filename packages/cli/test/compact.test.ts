@@ -39,6 +39,8 @@ describe("skein compact", () => {
       const summarized = yield* skein(["--pass", "summarize", "--fake-model", "compact", id, "--keep-tokens", "0", "--keep-messages", "1", "--root", root], { cwd })
       expect(summarized.stderr).toBe("")
       expect(summarized.stdout).toMatch(new RegExp(`^compacted ${id} \\(summarize\\): \\d+ -> \\d+ tokens`))
+      const resumedView = yield* skein(["sessions", "show", id, "--full", "--root", root], { cwd })
+      expect(resumedView.stdout).toContain("The person greeted the fake model")
       // The summarizing fork left no session of its own behind.
       const after: unknown = JSON.parse((yield* skein(["sessions", "list", "--json", "--root", root], { cwd })).stdout)
       expect(Array.isArray(after) ? after.length : -1).toBe(1)

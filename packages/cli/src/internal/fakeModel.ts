@@ -5,6 +5,7 @@
  *   line saying what it printed; `$& <command>` runs it in the background
  *   (a task; the full CLI only, see `--full-cli`);
  * - a prompt containing `[slow]` gets a long answer streamed slowly (to try Ctrl-C);
+ * - a compaction request (`skein compact --pass summarize`) gets a short summary;
  * - anything else gets FakeModel's friendly greeting.
  */
 import { Anthropic } from "@skein/protocol"
@@ -31,8 +32,12 @@ const slowAnswer = Array.from(
   (_, i) => `Part ${i + 1}: skein runs each Claude Code process as a supervised fiber, and Ctrl-C interrupts the turn.`
 ).join(" ")
 
+/** What the fake model summarizes any conversation as. */
+export const compactionSummary = "The person greeted the fake model; it answered with its greeting each time. Nothing is pending."
+
 /** The reply to a conversation request, following the conventions above. */
 export const reply = (request: FakeModel.RecordedRequest): FakeModel.Reply => {
+  if (FakeModel.isCompaction(request)) return FakeModel.text(`<summary>${compactionSummary}</summary>`)
   const message = lastUser(request)
   if (!FakeModel.isConversation(request) || message === undefined) return FakeModel.text("OK.")
   const blocks = blocksOf(message)
