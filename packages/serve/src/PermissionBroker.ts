@@ -11,17 +11,13 @@
 import type { Canonical } from "@skein/protocol"
 import { Permissions } from "@skein/session"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
+import * as PendingAsks from "./internal/pendingAsks.js"
 import { PermissionNotFound } from "./ServeError.js"
 
-export interface Pending {
-  readonly directory: string
-  readonly request: Canonical.PermissionRequest
-}
+export type Pending = PendingAsks.Pending<Canonical.PermissionRequest>
 
 /** Who resolved an ask: a client's reply, or the timeout policy. */
 export interface Resolution {
@@ -45,12 +41,6 @@ export class PermissionBroker extends Context.Tag("@skein/serve/PermissionBroker
   readonly timeout: Duration.Duration
 }>() {}
 
-interface Entry {
-  readonly key: string
-  readonly answer: Deferred.Deferred<Resolution>
-  announced: Pending | undefined
-}
-
 export interface Options {
   /** Deny after this long without an answer. Default 5 minutes. */
   readonly timeout?: Duration.DurationInput | undefined
@@ -64,63 +54,21 @@ export const decision = (resolution: Resolution): Permissions.PermissionDecision
 export const make = (options: Options = {}) =>
   Effect.sync(() => {
     const timeout = Duration.decode(options.timeout ?? Permissions.defaultTimeout)
-    const entries = new Map<string, Entry>()
-    const byId = new Map<string, string>()
-    const keyOf = (cliSessionId: string, requestId: string) => `${cliSessionId}/${requestId}`
-    const entryFor = (key: string) => {
-      const existing = entries.get(key)
-      if (existing !== undefined) return existing
-      const entry: Entry = { key, answer: Deferred.unsafeMake<Resolution>(FiberId.none), announced: undefined }
-      entries.set(key, entry)
-      return entry
-    }
-    const remove = (entry: Entry) => {
-      entries.delete(entry.key)
-      if (entry.announced !== undefined) byId.delete(entry.announced.request.id)
-    }
     const reason = `no client answered within ${Duration.format(timeout)}: denied by the server's policy`
-
-    const ask = (cliSessionId: string, request: Permissions.PermissionRequest, onResolved: (r: Resolution) => Effect.Effect<void>) =>
-      Effect.gen(function*() {
-        const entry = yield* Effect.sync(() => entryFor(keyOf(cliSessionId, request.requestId)))
-        // Removed however the wait ends: a session stopped mid-ask must not leave it listed.
-        const resolution = yield* Deferred.await(entry.answer).pipe(
-          Effect.timeoutTo({ duration: timeout, onSuccess: (r) => r, onTimeout: (): Resolution => ({ reply: "reject", message: reason }) }),
-          Effect.ensuring(Effect.sync(() => remove(entry)))
-        )
-        yield* onResolved(resolution)
-        return decision(resolution)
-      }).pipe(Effect.withSpan("PermissionBroker.ask"))
-
+    const asks = PendingAsks.make<Canonical.PermissionRequest, Resolution>(timeout, () => ({ reply: "reject", message: reason }))
     return PermissionBroker.of({
-      ask,
-      announce: (cliSessionId, requestId, directory, request) =>
-        Effect.sync(() => {
-          const entry = entryFor(keyOf(cliSessionId, requestId))
-          entry.announced = { directory, request }
-          byId.set(request.id, entry.key)
-        }),
-      withdraw: (cliSessionId, requestId) =>
-        Effect.sync(() => {
-          const entry = entries.get(keyOf(cliSessionId, requestId))
-          if (entry !== undefined) remove(entry)
-        }),
-      pending: (directory) =>
-        Effect.sync(() =>
-          [...entries.values()].flatMap((e) =>
-            e.announced !== undefined && (directory === undefined || e.announced.directory === directory) ? [e.announced] : []
-          )
+      ask: (cliSessionId, request, onResolved) =>
+        asks.wait(cliSessionId, request.requestId).pipe(
+          Effect.tap(onResolved),
+          Effect.map(decision),
+          Effect.withSpan("PermissionBroker.ask")
         ),
+      announce: asks.announce,
+      withdraw: asks.withdraw,
+      pending: asks.pending,
       reply: (id, resolution) =>
-        Effect.gen(function*() {
-          const key = byId.get(id)
-          const entry = key === undefined ? undefined : entries.get(key)
-          if (entry === undefined) return yield* new PermissionNotFound({ requestID: id })
-          byId.delete(id)
-          entry.announced = undefined
-          // Only the first answer counts; the CLI side removes the entry once it sees it.
-          if (!(yield* Deferred.succeed(entry.answer, resolution))) return yield* new PermissionNotFound({ requestID: id })
-        }),
+        Effect.flatMap(asks.answer(id, resolution), (first) =>
+          first ? Effect.void : Effect.fail(new PermissionNotFound({ requestID: id }))),
       timeout
     })
   })

@@ -11,26 +11,16 @@
  */
 import type { Canonical } from "@skein/protocol"
 import { Permissions } from "@skein/session"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberId from "effect/FiberId"
 import { QuestionNotFound } from "../ServeError.js"
+import * as PendingAsks from "./pendingAsks.js"
 
 export type Answer =
   | { readonly _tag: "Answered"; readonly answers: ReadonlyArray<ReadonlyArray<string>> }
   | { readonly _tag: "Rejected"; readonly reason: string }
 
-export interface Pending {
-  readonly directory: string
-  readonly request: Canonical.QuestionRequest
-}
-
-interface Entry {
-  readonly key: string
-  readonly answer: Deferred.Deferred<Answer>
-  announced: Pending | undefined
-}
+export type Pending = PendingAsks.Pending<Canonical.QuestionRequest>
 
 export interface Questions {
   /** The CLI's side: waits for an answer, a rejection or the timeout. */
@@ -59,56 +49,22 @@ export const updatedInput = (input: { readonly [key: string]: unknown }, answers
 }
 
 export const make = (timeout: Duration.DurationInput): Questions => {
-  const entries = new Map<string, Entry>()
-  const byId = new Map<string, string>()
-  const keyOf = (cliSessionId: string, requestId: string) => `${cliSessionId}/${requestId}`
-  const entryFor = (key: string) => {
-    const existing = entries.get(key)
-    if (existing !== undefined) return existing
-    const entry: Entry = { key, answer: Deferred.unsafeMake<Answer>(FiberId.none), announced: undefined }
-    entries.set(key, entry)
-    return entry
-  }
-  const remove = (entry: Entry) => {
-    entries.delete(entry.key)
-    if (entry.announced !== undefined) byId.delete(entry.announced.request.id)
-  }
   const reason = `no client answered within ${Duration.format(timeout)}: the question was withdrawn by the server's policy`
-
+  const asks = PendingAsks.make<Canonical.QuestionRequest, Answer>(Duration.decode(timeout), () => ({ _tag: "Rejected", reason }))
   return {
     ask: (cliSessionId, request, onResolved) =>
-      Effect.gen(function*() {
-        const entry = yield* Effect.sync(() => entryFor(keyOf(cliSessionId, request.requestId)))
-        const answer = yield* Deferred.await(entry.answer).pipe(
-          Effect.timeoutTo({ duration: timeout, onSuccess: (a) => a, onTimeout: (): Answer => ({ _tag: "Rejected", reason }) }),
-          // Also when the session stops while the question is pending: it is no longer listed.
-          Effect.ensuring(Effect.sync(() => remove(entry)))
-        )
-        yield* onResolved(answer)
-        return answer._tag === "Answered"
-          ? Permissions.allow({ updatedInput: updatedInput(request.input, answer.answers) })
-          : Permissions.deny(answer.reason)
-      }).pipe(Effect.withSpan("Questions.ask")),
-    announce: (cliSessionId, requestId, directory, request) =>
-      Effect.sync(() => {
-        const entry = entryFor(keyOf(cliSessionId, requestId))
-        entry.announced = { directory, request }
-        byId.set(request.id, entry.key)
-      }),
-    pending: (directory) =>
-      Effect.sync(() =>
-        [...entries.values()].flatMap((e) =>
-          e.announced !== undefined && (directory === undefined || e.announced.directory === directory) ? [e.announced] : []
-        )
+      asks.wait(cliSessionId, request.requestId).pipe(
+        Effect.tap(onResolved),
+        Effect.map((answer) =>
+          answer._tag === "Answered"
+            ? Permissions.allow({ updatedInput: updatedInput(request.input, answer.answers) })
+            : Permissions.deny(answer.reason)
+        ),
+        Effect.withSpan("Questions.ask")
       ),
+    announce: asks.announce,
+    pending: asks.pending,
     answer: (id, answer) =>
-      Effect.gen(function*() {
-        const key = byId.get(id)
-        const entry = key === undefined ? undefined : entries.get(key)
-        if (entry === undefined) return yield* new QuestionNotFound({ requestID: id })
-        byId.delete(id)
-        entry.announced = undefined
-        if (!(yield* Deferred.succeed(entry.answer, answer))) return yield* new QuestionNotFound({ requestID: id })
-      })
+      Effect.flatMap(asks.answer(id, answer), (first) => first ? Effect.void : Effect.fail(new QuestionNotFound({ requestID: id })))
   }
 }
