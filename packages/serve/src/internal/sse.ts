@@ -156,29 +156,42 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
       const asked: Canonical.CanonicalEvent = C.event("permission.asked", pending.request)
       yield* buffer.control(control(asked.type, asked.properties, pending.directory))
     }
-    const feed = events.follow(from).pipe(
-      Stream.orDie,
-      Stream.runForEach((record) =>
-        Effect.gen(function*() {
-          const { directory, payload } = record.message
-          if ((!global && directory !== options.directory) || (options.canonicalOnly && C.legacyEventTypes.has(payload.type))) {
-            return yield* buffer.skip(record.seq)
-          }
-          // Replay reads the disk at the client's pace; only a live client can fall behind.
-          const behind = record.seq < next ? 0 : (yield* events.nextSeq) - 1 - record.seq
-          if (behind > options.maxLag) {
-            return yield* Effect.zipRight(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind }, cursor)), Effect.interrupt)
-          }
-          yield* buffer.offer(itemOf(global, record))
-        })
-      )
-    )
+    // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
+    // client holds no subscription) and follows again from the same event once there is room.
+    const feed = (at: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        let resumeAt: number | undefined
+        return events.follow(at).pipe(
+          Stream.orDie,
+          Stream.mapEffect((record) =>
+            Effect.gen(function*() {
+              const { directory, payload } = record.message
+              if ((!global && directory !== options.directory) || (options.canonicalOnly && C.legacyEventTypes.has(payload.type))) {
+                yield* buffer.skip(record.seq)
+                return true
+              }
+              // Replay reads the disk at the client's pace; only a live client can fall behind.
+              const behind = record.seq < next ? 0 : (yield* events.nextSeq) - 1 - record.seq
+              if (behind > options.maxLag) {
+                yield* buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind }, cursor))
+                return false
+              }
+              const outcome = yield* buffer.tryOffer(itemOf(global, record))
+              if (outcome === "full") resumeAt = record.seq
+              return outcome === "accepted"
+            })
+          ),
+          Stream.takeWhile((more) => more),
+          Stream.runDrain,
+          Effect.zipRight(Effect.suspend(() => resumeAt === undefined ? Effect.void : Effect.zipRight(buffer.awaitRoom, feed(resumeAt))))
+        )
+      })
     const heartbeat = Effect.flatMap(buffer.tick, (state) =>
       state === "live"
         ? buffer.control({ ...control("server.heartbeat", {}), kind: "heartbeat" })
         : Effect.zipRight(buffer.resync((cursor) => render("server.resync", { reason: "stalled" }, cursor)), Effect.sync(destroy))
     ).pipe(Effect.repeat(Schedule.spaced(Duration.decode(options.heartbeat))), Effect.delay(options.heartbeat))
-    yield* Effect.forkScoped(feed)
+    yield* Effect.forkScoped(feed(from))
     yield* Effect.forkScoped(heartbeat)
     const end = Effect.fail(Option.none())
     return Stream.repeatEffectOption(Effect.flatMap(buffer.take, Option.match({ onNone: () => end, onSome: Effect.succeed })))

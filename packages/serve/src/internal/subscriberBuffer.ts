@@ -77,6 +77,10 @@ export interface Stats {
 export interface SubscriberBuffer {
   /** Merges or queues the event; waits while the buffer is full. A no-op once closed. */
   readonly offer: (item: Item) => Effect.Effect<void>
+  /** Merges or queues the event if it fits, without waiting. */
+  readonly tryOffer: (item: Item) => Effect.Effect<"accepted" | "full" | "closed">
+  /** Waits until an event fits (or the buffer closed). */
+  readonly awaitRoom: Effect.Effect<void>
   /** Queues a control frame past the caps (connected, heartbeats, re-announced asks). */
   readonly control: (frame: Control) => Effect.Effect<void>
   /** An event the client does not get (another directory, a legacy type): heartbeats may move past it. */
@@ -198,12 +202,16 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       return true
     }
 
-    const offer = (item: Item): Effect.Effect<void> =>
+    const offerNow = (item: Item): Effect.Effect<"accepted" | "full" | "closed"> =>
       Effect.suspend(() => {
-        if (!tryOffer(item)) return Effect.zipRight(room.await, offer(item))
+        if (closed) return Effect.succeed("closed")
+        if (!tryOffer(item)) return Effect.succeed("full")
         seen = Math.max(seen, item.seq)
-        return publish
+        return Effect.as(publish, "accepted")
       })
+
+    const offer = (item: Item): Effect.Effect<void> =>
+      Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
     const renderAll = (frames: ReadonlyArray<Pending>): string => {
       // later[i]: the oldest seq carried by a frame after i.
@@ -261,6 +269,8 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
 
     return {
       offer,
+      tryOffer: offerNow,
+      awaitRoom: room.await,
       control: (frame) =>
         Effect.sync(() => {
           if (closed) return
