@@ -10,10 +10,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ClaudeCli } from "@skein/testkit"
 import { Effect, Schema } from "effect"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { run } from "./support/command.js"
 
 const repo = Path.resolve(import.meta.dirname, "..")
 const packages = ["cli", "compact", "kernel", "memory", "protocol", "runtime", "serve", "session", "store", "testkit"]
@@ -27,25 +27,6 @@ const userEnv = (extra: Record<string, string> = {}): Record<string, string> => 
   ),
   ...extra
 })
-
-interface Ran {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const run = (command: string, args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: Record<string, string> }) =>
-  Effect.async<Ran>((resume) => {
-    const child = ChildProcess.spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
-    child.once("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => {
-      child.kill("SIGKILL")
-    })
-  })
 
 /** Runs to exit 0, or fails the test with the command's output. */
 const ok = (command: string, args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: Record<string, string> }) =>

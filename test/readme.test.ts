@@ -8,9 +8,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ClaudeCli, FakeModel, TsChild } from "@skein/testkit"
 import { Effect } from "effect"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { run } from "./support/command.js"
 
 const repo = Path.resolve(import.meta.dirname, "..")
 
@@ -37,19 +37,6 @@ const snippetFile = Effect.acquireRelease(
 const spawnEnv = (vars: Readonly<Record<string, string | undefined>>): Record<string, string> =>
   Object.fromEntries(Object.entries({ ...process.env, ...vars }).flatMap(([k, v]) => (v === undefined ? [] : [[k, v]])))
 
-const runNode = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string>) =>
-  Effect.async<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resume) => {
-    const child = ChildProcess.spawn(process.execPath, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (text: string) => (stdout += text))
-    child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr += text))
-    child.once("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
-    return Effect.sync(() => {
-      child.kill("SIGKILL")
-    })
-  })
-
 describe("README.md", () => {
   it("has one embedding snippet of about fifteen lines", () => {
     const lines = embeddingSnippet(Fs.readFileSync(Path.join(repo, "README.md"), "utf8")).trim().split("\n")
@@ -72,7 +59,7 @@ describe("README.md", () => {
         ...ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
         SKEIN_ROOT: Path.join(d.root, "state")
       })
-      const ran = yield* runNode([...TsChild.nodeArgs(file, "tsx")], d.cwd, env)
+      const ran = yield* run(process.execPath, [...TsChild.nodeArgs(file, "tsx")], { cwd: d.cwd, env })
       expect(ran.stderr).toBe("")
       expect(ran.code).toBe(0)
       expect(ran.stdout).toBe("Two files here.\nworker: Looks fine.\n")
