@@ -17,7 +17,7 @@ import { TranscriptLayout, TranscriptStore } from "@skein/store"
 import { Console, Effect, Layer, Option } from "effect"
 import * as Path from "node:path"
 import { fail, oneLine } from "./CliError.js"
-import type * as Argv from "./internal/argv.js"
+import * as Argv from "./internal/argv.js"
 import * as Launch from "./internal/launch.js"
 import * as Lookup from "./internal/lookup.js"
 import * as Progress from "./Progress.js"
@@ -155,4 +155,4 @@ export const compact = Command.make(
   ]))
 )
 
-export const compactSpec: Argv.Spec = { name: "compact", options: Options.getUsage(Options.all(compactOptions)), children: [] }
+export const compactSpec: Argv.Spec = Argv.leaf("compact", compactOptions)

@@ -19,7 +19,7 @@ import { Console, Effect, Layer, Option, Queue, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fail, oneLine } from "./CliError.js"
-import type * as Argv from "./internal/argv.js"
+import * as Argv from "./internal/argv.js"
 import * as Lookup from "./internal/lookup.js"
 import * as Progress from "./Progress.js"
 import * as Run from "./Run.js"
@@ -266,18 +266,12 @@ export const dream = Command.make("dream", dreamOptions, (options) =>
     "skein dream --cwd ~/src/app"
   )))
 
-const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
+export const memorySpec: Argv.Spec = Argv.group("memory", {
+  list: listOptions,
+  add: { ...addOptions, fact: Options.text("fact") },
+  repair: repairOptions
+})
 
-export const memorySpec: Argv.Spec = {
-  name: "memory",
-  options: Options.getUsage(Options.none),
-  children: [
-    { name: "list", options: usageOf(listOptions), children: [] },
-    { name: "add", options: usageOf({ ...addOptions, fact: Options.text("fact") }), children: [] },
-    { name: "repair", options: usageOf(repairOptions), children: [] }
-  ]
-}
-
-export const dreamSpec: Argv.Spec = { name: "dream", options: usageOf(dreamOptions), children: [] }
+export const dreamSpec: Argv.Spec = Argv.leaf("dream", dreamOptions)
 
 

@@ -12,7 +12,7 @@ import { TranscriptLayout } from "@skein/store"
 import { Effect, Option, Ref, Stream } from "effect"
 import { CliError, fail, interruptedCode, oneLine } from "./CliError.js"
 import { CtrlC } from "./CtrlC.js"
-import type * as Argv from "./internal/argv.js"
+import * as Argv from "./internal/argv.js"
 import * as Keys from "./internal/keys.js"
 import * as Launch from "./internal/launch.js"
 import * as PermissionPrompt from "./internal/permissionPrompt.js"
@@ -237,7 +237,5 @@ export const chat = Command.make("chat", sessionOptions, (config) => chatLoop(co
   ))
 )
 
-const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
-
-export const runSpec: Argv.Spec = { name: "run", options: usageOf(sessionOptions), children: [] }
-export const chatSpec: Argv.Spec = { name: "chat", options: usageOf(sessionOptions), children: [] }
+export const runSpec: Argv.Spec = Argv.leaf("run", sessionOptions)
+export const chatSpec: Argv.Spec = Argv.leaf("chat", sessionOptions)

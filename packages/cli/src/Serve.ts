@@ -15,7 +15,7 @@ import * as Fs from "node:fs"
 import { createServer } from "node:http"
 import * as Path from "node:path"
 import { fail, oneLine } from "./CliError.js"
-import type * as Argv from "./internal/argv.js"
+import * as Argv from "./internal/argv.js"
 import * as FakeModel from "./internal/fakeModel.js"
 
 const serveOptions = {
@@ -107,4 +107,4 @@ export const serve = Command.make("serve", serveOptions, (config) =>
   ]))
 )
 
-export const serveSpec: Argv.Spec = { name: "serve", options: Options.getUsage(Options.all(serveOptions)), children: [] }
+export const serveSpec: Argv.Spec = Argv.leaf("serve", serveOptions)

@@ -11,7 +11,7 @@ import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/sto
 import { Console, Effect, Option } from "effect"
 import * as Path from "node:path"
 import { fail } from "./CliError.js"
-import type * as Argv from "./internal/argv.js"
+import * as Argv from "./internal/argv.js"
 import * as Lookup from "./internal/lookup.js"
 import * as Progress from "./Progress.js"
 import { chatLoop, sessionOptions } from "./Run.js"
@@ -243,16 +243,10 @@ export const sessions = Command.make("sessions").pipe(
   Command.withSubcommands([list, show, branch, resume, rm])
 )
 
-const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
-
-export const sessionsSpec: Argv.Spec = {
-  name: "sessions",
-  options: Options.getUsage(Options.none),
-  children: [
-    { name: "list", options: usageOf(listOptions), children: [] },
-    { name: "show", options: usageOf(showOptions), children: [] },
-    { name: "branch", options: usageOf(branchOptions), children: [] },
-    { name: "resume", options: usageOf(resumeOptions), children: [] },
-    { name: "rm", options: usageOf(rmOptions), children: [] }
-  ]
-}
+export const sessionsSpec: Argv.Spec = Argv.group("sessions", {
+  list: listOptions,
+  show: showOptions,
+  branch: branchOptions,
+  resume: resumeOptions,
+  rm: rmOptions
+})

@@ -18,7 +18,7 @@ import type { Session } from "@skein/session"
 import { Console, Effect, Either, Schedule, Schema, type Scope } from "effect"
 import * as Path from "node:path"
 import { fail } from "./CliError.js"
-import type * as Argv from "./internal/argv.js"
+import * as Argv from "./internal/argv.js"
 import * as Lookup from "./internal/lookup.js"
 import * as Progress from "./Progress.js"
 
@@ -225,15 +225,5 @@ export const tasks = Command.make("tasks").pipe(
   Command.withSubcommands([list, show, kill])
 )
 
-const usageOf = (options: Record<string, Options.Options<unknown>>) => Options.getUsage(Options.all(options))
-
-export const tasksSpec: Argv.Spec = {
-  name: "tasks",
-  options: Options.getUsage(Options.none),
-  children: [
-    { name: "list", options: usageOf(listOptions), children: [] },
-    { name: "show", options: usageOf(showOptions), children: [] },
-    { name: "kill", options: usageOf(killOptions), children: [] }
-  ]
-}
+export const tasksSpec: Argv.Spec = Argv.group("tasks", { list: listOptions, show: showOptions, kill: killOptions })
 

@@ -6,6 +6,7 @@
  * or silently read as a positional argument (an unknown option, an unknown
  * subcommand), into one line.
  */
+import * as Options from "@effect/cli/Options"
 import type * as Usage from "@effect/cli/Usage"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -16,6 +17,20 @@ export interface Spec {
   readonly options: Usage.Usage
   readonly children: ReadonlyArray<Spec>
 }
+
+/** A command that takes `options` and has no subcommands. */
+export const leaf = (name: string, options: Record<string, Options.Options<unknown>>): Spec => ({
+  name,
+  options: Options.getUsage(Options.all(options)),
+  children: []
+})
+
+/** A command made of subcommands, each with its options. */
+export const group = (name: string, children: Record<string, Record<string, Options.Options<unknown>>>): Spec => ({
+  name,
+  options: Options.getUsage(Options.none),
+  children: Object.entries(children).map(([child, options]) => leaf(child, options))
+})
 
 interface OptionName {
   readonly name: string
