@@ -15,7 +15,7 @@ import { serve, serveSpec } from "./Serve.js"
 import { sessions, sessionsSpec } from "./Sessions.js"
 import { tasks, tasksSpec } from "./Tasks.js"
 
-export const version = "0.0.0"
+export const version = "0.1.0"
 
 export const skein = Command.make("skein").pipe(
   Command.withDescription(HelpDoc.blocks([

@@ -7,6 +7,8 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
 import { Console, Effect, Layer } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import * as CtrlC from "../src/CtrlC.js"
 import * as Skein from "../src/Skein.js"
 
@@ -53,6 +55,17 @@ describe("skein --help", () => {
         expect(ran.stdout).toMatch(new RegExp(`Example: skein ${command.join(" ")}`))
       }))
   }
+
+  it.scoped("--version prints the package's version", () =>
+    Effect.gen(function*() {
+      const manifest: { readonly version: string } = JSON.parse(
+        Fs.readFileSync(Path.join(import.meta.dirname, "../package.json"), "utf8")
+      )
+      expect(Skein.version).toBe(manifest.version)
+      const ran = yield* help(["--version"])
+      expect(ran.code).toBe(0)
+      expect(ran.stdout).toContain(manifest.version)
+    }))
 
   it.scoped("help typed before the command is the command's help", () =>
     Effect.gen(function*() {
