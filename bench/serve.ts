@@ -1,0 +1,338 @@
+/**
+ * The serve path, CLI stdout to SSE client, for one long streamed reply:
+ * FakeModel streams N text deltas (default 20,000; two words each), and three
+ * contenders deliver them to one reader, in the same run:
+ *
+ * - **raw pipe**: the real CLI (`-p --output-format stream-json --verbose
+ *   --include-partial-messages --bare`) run directly; the reader parses its
+ *   stdout lines and counts the `stream_event` text deltas. The baseline.
+ * - **skein**: `Serve.layer` over `NodeHttpServer` (as the serve tests'
+ *   harness builds it), the same CLI behind it; one SSE client on `/event`
+ *   counts `message.part.delta` frames until `session.idle`.
+ * - **opencode**: `opencode serve` (1.18.33) spawned with its `anthropic`
+ *   provider pointed at the same FakeModel; one SSE client on its `/event`
+ *   counts `message.part.delta` until its `session.idle`.
+ *
+ *   npx tsx bench/serve.ts            # 20,000 deltas
+ *   npx tsx bench/serve.ts 100000     # the issue's 100,000 (minutes on a loaded 2-core machine)
+ *
+ * What is measured, at the reader, for the measured turn:
+ * - **deltas/s**: N model deltas over the time from the first delta's arrival
+ *   to the last one's. Delivered content is checked (the text's length): a
+ *   server may coalesce deltas into fewer frames, so frames are printed too.
+ * - **p99 gap**: the 99th percentile of the time between consecutive delta
+ *   frames at the reader (and the longest). Publish-to-receipt delay cannot be
+ *   read off directly: FakeModel does not stamp its events, and the CLI
+ *   behind skein has no second reader. The gap is the stall a reader sees;
+ *   a server that queues behind a slow edge shows it as bursts and pauses.
+ *
+ * Both servers get a short warm-up turn on the same session first (opencode
+ * boots its instance on the first request, skein starts the CLI), so the
+ * measured turn starts warm; the raw pipe's startup is outside its window
+ * anyway. Targets: skein ≥ 2× opencode's deltas/s, and ≥ 0.5× the raw pipe.
+ * Every CLI run is offline: `ANTHROPIC_BASE_URL` is FakeModel on 127.0.0.1,
+ * non-essential traffic is off, and each has its own `CLAUDE_CONFIG_DIR`.
+ */
+import { NodeContext, NodeHttpServer } from "@effect/platform-node"
+import * as HttpServer from "@effect/platform/HttpServer"
+import { ProcessHost } from "@skein/kernel"
+import { Serve } from "@skein/serve"
+import { ClaudeCli, FakeModel } from "@skein/testkit"
+import type { Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import { createServer } from "node:http"
+import * as Net from "node:net"
+import * as Path from "node:path"
+import * as Readline from "node:readline"
+
+const deltas = Number(process.argv[2] ?? 20_000)
+const prompt = "Write the long reply"
+/** `w0 w1 w2 …`: FakeModel streams two words per delta, so 2N words make N deltas. */
+const replyText = Array.from({ length: deltas * 2 }, (_, i) => `w${i} `).join("")
+const opencodeBin = Path.resolve(import.meta.dirname, "../node_modules/.bin/opencode")
+const token = "bench-token-0123456789"
+const turnTimeout = 20 * 60_000
+
+// --- measuring ---------------------------------------------------------------
+
+/** What the reader saw of the measured turn. */
+class Tally {
+  readonly arrivals: Array<number> = []
+  chars = 0
+  delta(text: string) {
+    this.arrivals.push(performance.now())
+    this.chars += text.length
+  }
+}
+
+interface Figures {
+  readonly name: string
+  readonly frames: number
+  readonly complete: boolean
+  readonly perSecond: number
+  readonly p99: number
+  readonly max: number
+}
+
+const figures = (name: string, tally: Tally): Figures => {
+  const a = tally.arrivals
+  const span = a.length > 1 ? (a[a.length - 1]! - a[0]!) / 1000 : Number.NaN
+  const gaps = a.slice(1).map((t, i) => t - a[i]!).sort((x, y) => x - y)
+  return {
+    name,
+    frames: a.length,
+    complete: tally.chars === replyText.length,
+    perSecond: (deltas - 1) / span,
+    p99: gaps[Math.min(gaps.length - 1, Math.floor(gaps.length * 0.99))] ?? Number.NaN,
+    max: gaps[gaps.length - 1] ?? Number.NaN
+  }
+}
+
+// --- readers -------------------------------------------------------------------
+
+interface SseEvent {
+  readonly type: string
+  readonly properties: { readonly sessionID?: string; readonly delta?: string; readonly field?: string }
+}
+
+/**
+ * Reads `data:` frames until `stop` says so; the returned promise settles when
+ * the stream is open (headers received), `done` when `stop` returned true.
+ */
+const subscribe = async (url: string, headers: Record<string, string>, stop: (event: SseEvent) => boolean) => {
+  const controller = new AbortController()
+  const response = await fetch(url, { headers: { ...headers, accept: "text/event-stream" }, signal: controller.signal })
+  if (!response.ok || response.body === null) throw new Error(`GET ${url}: ${response.status}`)
+  const reader = response.body.getReader()
+  const done = (async () => {
+    const decoder = new TextDecoder()
+    let buffer = ""
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) throw new Error(`${url}: the stream ended before the turn did`)
+      buffer += decoder.decode(value, { stream: true })
+      let end: number
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const frame = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        const data = /^data: (.*)$/m.exec(frame)
+        if (data !== null && stop(JSON.parse(data[1]!))) {
+          controller.abort()
+          return
+        }
+      }
+    }
+  })()
+  return { done }
+}
+
+const post = async (url: string, headers: Record<string, string>, body: unknown): Promise<unknown> => {
+  const response = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body) })
+  if (!response.ok) throw new Error(`POST ${url}: ${response.status} ${await response.text()}`)
+  const text = await response.text()
+  return text.length === 0 ? undefined : JSON.parse(text)
+}
+
+const idOf = (value: unknown): string => {
+  if (typeof value === "object" && value !== null && "id" in value && typeof value.id === "string") return value.id
+  throw new Error(`no session id in ${JSON.stringify(value)}`)
+}
+
+const withTimeout = <A>(promise: Promise<A>, ms: number, what: string) =>
+  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what}: timed out`)), ms).unref())
+  ])
+
+/**
+ * One turn through an opencode-shaped server: subscribe, prompt_async, count
+ * this session's text deltas until its `session.idle`.
+ */
+const serverTurn = async (base: string, directory: string, headers: Record<string, string>, session: string) => {
+  const tally = new Tally()
+  const query = `?directory=${encodeURIComponent(directory)}`
+  const stream = await subscribe(`${base}/event${query}`, headers, (event) => {
+    if (event.properties.sessionID !== session) return false
+    if (event.type === "message.part.delta" && event.properties.field === "text") tally.delta(event.properties.delta ?? "")
+    return event.type === "session.idle"
+  })
+  await post(`${base}/session/${session}/prompt_async${query}`, headers, { parts: [{ type: "text", text: prompt }] })
+  await withTimeout(stream.done, turnTimeout, `${base} turn`)
+  return tally
+}
+
+// --- contenders ------------------------------------------------------------------
+
+/** The real CLI's stdout, read directly. */
+const rawPipe = (model: FakeModel.FakeModel["Type"]) =>
+  Effect.gen(function*() {
+    const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-raw-")
+    const cli = yield* Effect.orDie(ClaudeCli.executable)
+    yield* model.enqueue(FakeModel.text(replyText))
+    return yield* Effect.async<Tally, Error>((resume) => {
+      const env: Record<string, string> = {}
+      for (const [name, value] of Object.entries(ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }))) {
+        if (value !== undefined) env[name] = value
+      }
+      for (const [name, value] of Object.entries(process.env)) {
+        if (value !== undefined && !(name in env) && !/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(name)) env[name] = value
+      }
+      const child = ChildProcess.spawn(
+        cli,
+        ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--bare", prompt],
+        { cwd: dirs.cwd, env, stdio: ["ignore", "pipe", "pipe"] }
+      )
+      const tally = new Tally()
+      Readline.createInterface({ input: child.stdout }).on("line", (line) => {
+        if (!line.includes("\"text_delta\"")) return
+        const message: { type?: string; event?: { type?: string; delta?: { type?: string; text?: string } } } = JSON.parse(line)
+        if (message.type === "stream_event" && message.event?.delta?.type === "text_delta") tally.delta(message.event.delta.text ?? "")
+      })
+      let stderr = ""
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr = (stderr + chunk.toString("utf8")).slice(-2000)
+      })
+      child.on("close", (code) =>
+        resume(code === 0 ? Effect.succeed(tally) : Effect.fail(new Error(`the CLI exited with ${code}: ${stderr}`)))
+      )
+      return Effect.sync(() => {
+        if (child.exitCode === null && child.pid !== undefined) child.kill("SIGKILL")
+      })
+    })
+  })
+
+/** skein serve, built as the serve tests' harness builds it. */
+const skein = (model: FakeModel.FakeModel["Type"]) =>
+  Effect.gen(function*() {
+    const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-skein-")
+    const layer = Serve.layer({
+      token,
+      roots: [dirs.cwd],
+      configDir: dirs.configDir,
+      stateDir: Path.join(dirs.root, "serve-state"),
+      session: {
+        env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
+        bare: true,
+        stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+      }
+    }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
+    )
+    const context = yield* Layer.build(layer)
+    const address = Context.get(context, HttpServer.HttpServer).address
+    const base = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
+    const headers = { authorization: `Bearer ${token}` }
+    return yield* Effect.promise(async () => {
+      const session = idOf(await post(`${base}/session?directory=${encodeURIComponent(dirs.cwd)}`, headers, {}))
+      await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
+      await serverTurn(base, dirs.cwd, headers, session)
+      await Effect.runPromise(model.enqueue(FakeModel.text(replyText)))
+      return serverTurn(base, dirs.cwd, headers, session)
+    })
+  })
+
+const freePort = () =>
+  Effect.async<number>((resume) => {
+    const server = Net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resume(Effect.succeed(port)))
+    })
+  })
+
+/** `opencode serve`, offline, its anthropic provider on FakeModel; killed by its pid when the scope closes. */
+const opencode = (model: FakeModel.FakeModel["Type"]) =>
+  Effect.gen(function*() {
+    const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-opencode-")
+    const home = Path.join(dirs.root, "opencode-home")
+    Fs.mkdirSync(home, { recursive: true })
+    Fs.writeFileSync(
+      Path.join(dirs.cwd, "opencode.json"),
+      JSON.stringify({
+        provider: { anthropic: { options: { baseURL: `${model.url}/v1`, apiKey: "sk-fake" } } },
+        model: "anthropic/claude-sonnet-4-5",
+        autoupdate: false,
+        share: "disabled"
+      })
+    )
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: home,
+      XDG_CONFIG_HOME: Path.join(home, ".config"),
+      XDG_DATA_HOME: Path.join(home, ".local", "share"),
+      XDG_CACHE_HOME: Path.join(home, ".cache"),
+      XDG_STATE_HOME: Path.join(home, ".local", "state"),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1"
+    }
+    const port = yield* freePort()
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        ChildProcess.spawn(opencodeBin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
+          cwd: dirs.cwd,
+          env,
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+      ),
+      (child) =>
+        Effect.async<void>((resume) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+          child.once("close", () => resume(Effect.void))
+          child.kill("SIGKILL")
+        })
+    )
+    const base = `http://127.0.0.1:${port}`
+    return yield* Effect.promise(async () => {
+      await withTimeout(
+        new Promise<void>((resolve, reject) => {
+          let out = ""
+          const look = (chunk: Buffer) => {
+            out += chunk.toString("utf8")
+            if (/listening/i.test(out)) resolve()
+          }
+          child.stdout.on("data", look)
+          child.stderr.on("data", look)
+          child.once("close", (code) => reject(new Error(`opencode serve exited with ${code}: ${out.slice(-2000)}`)))
+        }),
+        120_000,
+        "opencode serve start"
+      )
+      const session = idOf(await post(`${base}/session?directory=${encodeURIComponent(dirs.cwd)}`, {}, {}))
+      await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
+      await serverTurn(base, dirs.cwd, {}, session)
+      await Effect.runPromise(model.enqueue(FakeModel.text(replyText)))
+      return serverTurn(base, dirs.cwd, {}, session)
+    })
+  })
+
+// --- the run -------------------------------------------------------------------------
+
+const main = Effect.gen(function*() {
+  const model = yield* FakeModel.make()
+  const run = (name: string, contender: Effect.Effect<Tally, Error, Scope.Scope>) =>
+    Effect.scoped(contender).pipe(
+      Effect.map((tally) => figures(name, tally)),
+      Effect.tap((f) => Effect.sync(() => console.error(`${name}: done (${f.frames} frames)`)))
+    )
+  const raw = yield* run("raw pipe", rawPipe(model))
+  const served = yield* run("skein serve", skein(model))
+  const reference = yield* run("opencode serve", opencode(model))
+
+  console.log(`one streamed reply of ${deltas.toLocaleString("en")} text deltas (${(replyText.length / 1e6).toFixed(1)} MB of text), FakeModel, real CLI`)
+  for (const f of [raw, served, reference]) {
+    console.log(
+      `${f.name.padEnd(15)} ${f.perSecond.toFixed(0).padStart(8)} deltas/s  ${String(f.frames).padStart(7)} frames  ` +
+        `p99 gap ${f.p99.toFixed(2).padStart(7)} ms  max gap ${f.max.toFixed(0).padStart(5)} ms  ${f.complete ? "complete" : "INCOMPLETE text"}`
+    )
+  }
+  const check = (label: string, ratio: number, target: number) =>
+    console.log(`${label.padEnd(22)} ${ratio.toFixed(2)}x  (target >= ${target}x${ratio >= target ? ", met" : ", NOT MET"})`)
+  check("skein / opencode", served.perSecond / reference.perSecond, 2)
+  check("skein / raw pipe", served.perSecond / raw.perSecond, 0.5)
+  console.log(`p99 gap skein / opencode ${(served.p99 / reference.p99).toFixed(2)}x, skein / raw ${(served.p99 / raw.p99).toFixed(2)}x (lower is better)`)
+})
+
+await Effect.runPromise(Effect.scoped(main).pipe(Effect.orDie))
+process.exit(0)
