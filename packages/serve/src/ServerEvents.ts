@@ -5,7 +5,7 @@
  * missed, from disk, whatever the server held in memory.
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
-import type { Canonical } from "@skein/protocol"
+import { Canonical } from "@skein/protocol"
 import { EventLog } from "@skein/store"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
@@ -25,6 +25,18 @@ export type Envelope = typeof Envelope.Type
 
 export type Record = EventLog.Record<Envelope>
 
+/** The records one kind of subscriber gets: one directory's or all (`undefined`), with the legacy types or not. */
+export interface Filter {
+  readonly directory: string | undefined
+  readonly canonicalOnly: boolean
+}
+
+/** How many records matching a filter this server published, and the seq after the last one counted. */
+export interface Published {
+  readonly next: number
+  readonly count: number
+}
+
 export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<ServerEvents, {
   readonly publish: (
     directory: string,
@@ -33,6 +45,12 @@ export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<Serve
   /** Records from `from` on, then live: no gap, no duplicate. */
   readonly follow: (from: number) => Stream.Stream<Record, EventLog.EventLogError>
   readonly nextSeq: Effect.Effect<number>
+  /**
+   * Records this server published that match the filter: a subscriber's lag
+   * counts only what it would get, not the legacy records a canonical
+   * client skips nor another directory's. `next` and `count` move together.
+   */
+  readonly published: (filter: Filter) => Effect.Effect<Published>
   readonly firstSeq: Effect.Effect<number, EventLog.EventLogError>
   /** A connected subscriber's progress (the highest seq it has written), for `delivered`; until the scope closes. */
   readonly track: (delivered: SubscriptionRef.SubscriptionRef<number>) => Effect.Effect<void, never, Scope.Scope>
@@ -59,13 +77,15 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
     segmentBytes: options.segmentBytes
   })
   const subscribers = new Set<SubscriptionRef.SubscriptionRef<number>>()
+  const tally = makeTally(yield* log.nextSeq)
   return ServerEvents.of({
     publish: (directory, events) =>
       events.length === 0
         ? Effect.succeed([])
-        : log.appendAll(events.map((payload) => ({ directory, payload }))),
+        : log.appendAll(events.map((payload) => ({ directory, payload }))).pipe(Effect.tap((records) => Effect.sync(() => tally.add(records)))),
     follow: (from) => log.follow(from),
     nextSeq: log.nextSeq,
+    published: (filter) => Effect.sync(() => tally.get(filter)),
     firstSeq: log.firstSeq,
     track: (delivered) =>
       Effect.acquireRelease(Effect.sync(() => subscribers.add(delivered)), () => Effect.sync(() => subscribers.delete(delivered))),
@@ -82,6 +102,40 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
         )
   })
 })
+
+interface Counts {
+  all: number
+  canonical: number
+}
+
+/** Counts of the records published since the server started, in all and per directory. */
+const makeTally = (start: number) => {
+  let next = start
+  const total: Counts = { all: 0, canonical: 0 }
+  const byDirectory = new Map<string, Counts>()
+  const count = (counts: Counts, canonical: boolean) => {
+    counts.all++
+    if (canonical) counts.canonical++
+  }
+  return {
+    add: (records: ReadonlyArray<Record>) => {
+      for (const record of records) {
+        const { directory, payload } = record.message
+        const canonical = !Canonical.legacyEventTypes.has(payload.type)
+        let counts = byDirectory.get(directory)
+        if (counts === undefined) byDirectory.set(directory, counts = { all: 0, canonical: 0 })
+        count(total, canonical)
+        count(counts, canonical)
+        next = Math.max(next, record.seq + 1)
+      }
+    },
+    get: (filter: Filter): Published => {
+      const counts = filter.directory === undefined ? total : byDirectory.get(filter.directory)
+      const n = counts === undefined ? 0 : filter.canonicalOnly ? counts.canonical : counts.all
+      return { next, count: n }
+    }
+  }
+}
 
 export const layer = (options: Options): Layer.Layer<ServerEvents, EventLog.EventLogError, FileSystem.FileSystem> =>
   Layer.scoped(ServerEvents, make(options))

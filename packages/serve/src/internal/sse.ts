@@ -10,8 +10,8 @@
  * Between the log and the socket sits the client's bounded buffer
  * (`subscriberBuffer`): deltas of one part merge while the client is behind,
  * and the follower waits (reading the rest from disk later) while the buffer
- * is full. A live client more than `maxLag` events behind the log is sent
- * `server.resync` and closed; one whose socket takes nothing for
+ * is full. A live client more than `maxLag` events behind the log (counting
+ * only the events it gets) is sent `server.resync` and closed; one whose socket takes nothing for
  * `maxStalls` heartbeats is dead and its socket is destroyed. A socket whose
  * write fails closes the response, which interrupts all of this.
  */
@@ -134,6 +134,10 @@ const destroySocket = Effect.map(Effect.serviceOption(HttpServerRequest.HttpServ
 export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
   const { events } = options
   const global = options.directory === undefined
+  // Lag counts only what this client gets: taken before `next`, so every record the feed may
+  // count as live (seq >= start.next) is in `start.count` or counted after it.
+  const filter = { directory: options.directory, canonicalOnly: options.canonicalOnly }
+  const start = yield* events.published(filter)
   const next = yield* events.nextSeq
   const first = yield* Effect.orDie(events.firstSeq)
   const requested = options.lastEventId === undefined ? next : Math.min(options.lastEventId + 1, next)
@@ -158,6 +162,9 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     }
     // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
     // client holds no subscription) and follows again from the same event once there is room.
+    // Records the feed offered since `start` (seq >= start.next, each once across re-follows).
+    let received = 0
+    let countedThrough = start.next - 1
     const feed = (at: number): Effect.Effect<void> =>
       Effect.suspend(() => {
         let resumeAt: number | undefined
@@ -171,7 +178,11 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
                 return true
               }
               // Replay reads the disk at the client's pace; only a live client can fall behind.
-              const behind = record.seq < next ? 0 : (yield* events.nextSeq) - 1 - record.seq
+              if (record.seq > countedThrough) {
+                countedThrough = record.seq
+                received++
+              }
+              const behind = record.seq < next ? 0 : (yield* events.published(filter)).count - start.count - received
               if (behind > options.maxLag) {
                 yield* buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind }, cursor))
                 return false
