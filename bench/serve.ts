@@ -42,7 +42,7 @@ import type { Scope } from "effect"
 import { Context, Effect, Layer } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import { createServer } from "node:http"
+import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
@@ -57,13 +57,67 @@ const turnTimeout = 20 * 60_000
 
 // --- measuring ---------------------------------------------------------------
 
+/** When the model's bytes of delta k (its first word is `w{2k}`) left the proxy, ms on `performance.now()`. */
+const sentAt = new Float64Array(deltas).fill(Number.NaN)
+const deltaIndex = (text: string): number => {
+  const word = /^w(\d+) /.exec(text)
+  return word === null ? -1 : Number(word[1]) / 2
+}
+
+/**
+ * A pass-through proxy in front of FakeModel that stamps each text delta as
+ * its bytes go out: the publish time every contender's delay is measured from.
+ */
+const stampingProxy = (target: string) =>
+  Effect.acquireRelease(
+    Effect.async<Http.Server>((resume) => {
+      const upstream = new URL(target)
+      const server = Http.createServer((request, response) => {
+        const forward = Http.request(
+          { host: upstream.hostname, port: upstream.port, method: request.method, path: request.url, headers: request.headers },
+          (answer) => {
+            response.writeHead(answer.statusCode ?? 502, answer.headers)
+            let buffer = ""
+            answer.on("data", (chunk: Buffer) => {
+              buffer += chunk.toString("utf8")
+              const end = buffer.lastIndexOf("\n\n")
+              if (end < 0) return
+              const now = performance.now()
+              for (const match of buffer.slice(0, end).matchAll(/"text_delta","text":"w(\d+) /g)) {
+                const k = Number(match[1]) / 2
+                if (k < deltas && Number.isNaN(sentAt[k]!)) sentAt[k] = now
+              }
+              buffer = buffer.slice(end + 2)
+            })
+            answer.pipe(response)
+          }
+        )
+        forward.on("error", () => response.destroy())
+        request.pipe(forward)
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) => Effect.async<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+  ).pipe(Effect.map((server) => {
+    const address = server.address()
+    return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
+  }))
+
 /** What the reader saw of the measured turn. */
 class Tally {
   readonly arrivals: Array<number> = []
+  /** Per frame: its arrival minus the stamp of the oldest delta it carries. */
+  readonly delays: Array<number> = []
   chars = 0
   delta(text: string) {
-    this.arrivals.push(performance.now())
+    const now = performance.now()
+    this.arrivals.push(now)
     this.chars += text.length
+    const k = deltaIndex(text)
+    if (k >= 0 && k < deltas) this.delays.push(now - sentAt[k]!)
   }
 }
 
@@ -72,21 +126,27 @@ interface Figures {
   readonly frames: number
   readonly complete: boolean
   readonly perSecond: number
+  readonly p50: number
   readonly p99: number
   readonly max: number
+  readonly gapP99: number
 }
 
 const figures = (name: string, tally: Tally): Figures => {
   const a = tally.arrivals
   const span = a.length > 1 ? (a[a.length - 1]! - a[0]!) / 1000 : Number.NaN
   const gaps = a.slice(1).map((t, i) => t - a[i]!).sort((x, y) => x - y)
+  const delays = tally.delays.filter((d) => !Number.isNaN(d)).sort((x, y) => x - y)
+  const at = (xs: ReadonlyArray<number>, q: number) => xs[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? Number.NaN
   return {
     name,
     frames: a.length,
     complete: tally.chars === replyText.length,
     perSecond: (deltas - 1) / span,
-    p99: gaps[Math.min(gaps.length - 1, Math.floor(gaps.length * 0.99))] ?? Number.NaN,
-    max: gaps[gaps.length - 1] ?? Number.NaN
+    p50: at(delays, 0.5),
+    p99: at(delays, 0.99),
+    max: delays[delays.length - 1] ?? Number.NaN,
+    gapP99: at(gaps, 0.99)
   }
 }
 
@@ -216,7 +276,7 @@ const skein = (model: FakeModel.FakeModel["Type"]) =>
         stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
       }
     }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+      Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" })),
       Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
     )
     const context = yield* Layer.build(layer)
@@ -310,9 +370,12 @@ const opencode = (model: FakeModel.FakeModel["Type"]) =>
 // --- the run -------------------------------------------------------------------------
 
 const main = Effect.gen(function*() {
-  const model = yield* FakeModel.make()
+  const fake = yield* FakeModel.make()
+  // Every contender talks to the model through the stamping proxy; scripts go to FakeModel itself.
+  const model: FakeModel.FakeModel["Type"] = { ...fake, url: yield* stampingProxy(fake.url) }
   const run = (name: string, contender: Effect.Effect<Tally, Error, Scope.Scope>) =>
-    Effect.scoped(contender).pipe(
+    Effect.sync(() => sentAt.fill(Number.NaN)).pipe(
+      Effect.zipRight(Effect.scoped(contender)),
       Effect.map((tally) => figures(name, tally)),
       Effect.tap((f) => Effect.sync(() => console.error(`${name}: done (${f.frames} frames)`)))
     )
@@ -324,14 +387,17 @@ const main = Effect.gen(function*() {
   for (const f of [raw, served, reference]) {
     console.log(
       `${f.name.padEnd(15)} ${f.perSecond.toFixed(0).padStart(8)} deltas/s  ${String(f.frames).padStart(7)} frames  ` +
-        `p99 gap ${f.p99.toFixed(2).padStart(7)} ms  max gap ${f.max.toFixed(0).padStart(5)} ms  ${f.complete ? "complete" : "INCOMPLETE text"}`
+        `delay p50 ${f.p50.toFixed(1).padStart(7)} ms  p99 ${f.p99.toFixed(1).padStart(7)} ms  max ${f.max.toFixed(0).padStart(6)} ms  ` +
+        `frame gap p99 ${f.gapP99.toFixed(1).padStart(6)} ms  ${f.complete ? "complete" : "INCOMPLETE text"}`
     )
   }
   const check = (label: string, ratio: number, target: number) =>
     console.log(`${label.padEnd(22)} ${ratio.toFixed(2)}x  (target >= ${target}x${ratio >= target ? ", met" : ", NOT MET"})`)
   check("skein / opencode", served.perSecond / reference.perSecond, 2)
   check("skein / raw pipe", served.perSecond / raw.perSecond, 0.5)
-  console.log(`p99 gap skein / opencode ${(served.p99 / reference.p99).toFixed(2)}x, skein / raw ${(served.p99 / raw.p99).toFixed(2)}x (lower is better)`)
+  console.log(
+    `p99 delay skein / opencode ${(served.p99 / reference.p99).toFixed(2)}x, skein / raw pipe ${(served.p99 / raw.p99).toFixed(2)}x (lower is better)`
+  )
 })
 
 await Effect.runPromise(Effect.scoped(main).pipe(Effect.orDie))
