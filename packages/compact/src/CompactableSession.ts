@@ -91,6 +91,8 @@ export interface CompactableSession {
  */
 export interface Live {
   readonly session: Session.Session
+  /** The CLI's session id; known before any turn when the CLI was resumed by id. */
+  readonly sessionId: Effect.Effect<string, SessionError.TurnError>
   readonly suspend: <A, E, R>(
     during: (stopped: Stopped) => Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | SessionError.TurnError, R | ProcessHost.ProcessHost>
@@ -101,10 +103,29 @@ interface Incarnation {
   readonly session: Session.Session
   readonly scope: Scope.CloseableScope
   readonly pump: Fiber.RuntimeFiber<never>
+  /** The id it was resumed with, when that is a plain resume by id. */
+  readonly resumedAs: Option.Option<string>
+  /** Whether a turn was sent to it through this session. */
+  readonly sent: Ref.Ref<boolean>
 }
 
-/** The authoritative idle (after a first turn: before it the CLI has no session id to resume), or gone. */
-const isQuiet = (state: SessionState.SessionState) => state.status === "idle" || state.status === "exited"
+/** A plain `--resume <id>` keeps the id; a fork or a resume by path does not tell it. */
+const resumedAs = (options: Session.SessionOptions): Option.Option<string> =>
+  options.resume !== undefined && options.forkSession !== true && !options.resume.endsWith(".jsonl")
+    ? Option.some(options.resume)
+    : Option.none()
+
+/**
+ * Quiet: the authoritative idle, or gone; or a CLI resumed by id that has
+ * had no turn yet (it prints nothing, not even `init`, until its first
+ * user message).
+ */
+const isQuiet = (incarnation: Incarnation, sent: boolean) => (state: SessionState.SessionState) =>
+  state.status === "idle" || state.status === "exited" ||
+  (state.status === "starting" && !sent && Option.isSome(incarnation.resumedAs))
+
+const sessionIdOf = (incarnation: Incarnation): Effect.Effect<string, SessionError.TurnError> =>
+  Option.match(incarnation.resumedAs, { onNone: () => incarnation.session.sessionId, onSome: Effect.succeed })
 
 /** The compaction state after an event of a pass. Pure. */
 export const recordEvent = (state: SessionState.CompactionState, event: Compaction.Event): SessionState.CompactionState => {
@@ -148,7 +169,7 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
         const pump = yield* Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(restore(Queue.take(bus)), (e) => PubSub.publish(events, e))
         ).pipe(Effect.forever, Effect.forkScoped)
-        return { session, scope: child, pump }
+        return { session, scope: child, pump, resumedAs: resumedAs(launchOptions), sent: yield* Ref.make(false) }
       })
       const incarnation = yield* Scope.extend(started, child).pipe(
         Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
@@ -159,17 +180,18 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
 
   yield* launch(options)
 
-  const current = live.changes.pipe(
-    Stream.filterMap((i) => Option.map(i, (x) => x.session)),
+  const currentIncarnation = live.changes.pipe(
+    Stream.filterMap((i) => i),
     Stream.runHead,
     Effect.map(Option.getOrThrow)
   )
+  const current = Effect.map(currentIncarnation, (i) => i.session)
 
   /** Ends the live CLI and waits for its exit; its last events still reach subscribers. */
   const stop = Effect.gen(function*() {
     const incarnation = Option.getOrThrow(yield* SubscriptionRef.get(live))
     const { session } = incarnation
-    const sessionId = yield* session.sessionId
+    const sessionId = yield* sessionIdOf(incarnation)
     yield* session.end
     yield* session.exit
     yield* session.state.changes.pipe(Stream.filter((s) => s.status === "exited"), Stream.runHead, Effect.timeout("5 seconds"), Effect.ignore)
@@ -199,9 +221,10 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
   const exclusive: CompactableSession["exclusive"] = (f) =>
     gate.withPermits(1)(
       Effect.gen(function*() {
-        const session = yield* current
-        yield* session.state.changes.pipe(Stream.filter(isQuiet), Stream.runHead)
-        return yield* f({ session, suspend: cycle })
+        const incarnation = yield* currentIncarnation
+        const sent = yield* Ref.get(incarnation.sent)
+        yield* incarnation.session.state.changes.pipe(Stream.filter(isQuiet(incarnation, sent)), Stream.runHead)
+        return yield* f({ session: incarnation.session, sessionId: sessionIdOf(incarnation), suspend: cycle })
       })
     )
 
@@ -233,7 +256,10 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
       ),
     state,
     setBreakerOpen: (open) => SubscriptionRef.update(compaction, (c) => ({ ...c, breakerOpen: open })),
-    send: (content) => gate.withPermits(1)(Effect.flatMap(current, (s) => s.send(content))),
+    send: (content) =>
+      gate.withPermits(1)(
+        Effect.flatMap(currentIncarnation, (i) => Effect.zipRight(Ref.set(i.sent, true), i.session.send(content)))
+      ),
     options,
     exclusive,
     suspend: (during) => exclusive((live) => live.suspend(during))

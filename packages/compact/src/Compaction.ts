@@ -263,7 +263,7 @@ export const run = Effect.fn("Compaction.run")(function*(host: Host, options: Ru
   return yield* host.exclusive((live) =>
     Effect.gen(function*() {
       const state = yield* live.session.state.get
-      const sessionId = yield* live.session.sessionId
+      const sessionId = yield* live.sessionId
       const cwd = yield* TranscriptLayout.canonicalCwd(state.cwd)
       const target = { cwd, sessionId, trigger, window: options.window }
       const store = yield* TranscriptStore.TranscriptStore
