@@ -13,6 +13,10 @@
  * - **opencode**: `opencode serve` (1.18.33) spawned with its `anthropic`
  *   provider pointed at the same FakeModel; one SSE client on its `/event`
  *   counts `message.part.delta` until its `session.idle`.
+ * - **skein log** (a diagnostic, not a contender): the same skein setup, the
+ *   turn read in process from the server's event log (`ServerEvents.follow`)
+ *   instead of over SSE, each delta timed by its record's append time (ms):
+ *   the rate into the log. Its ratio to skein serve is what the SSE edge keeps.
  *
  *   npx tsx bench/serve.ts            # 100,000 deltas (about a minute here)
  *   npx tsx bench/serve.ts 20000      # fewer
@@ -44,10 +48,10 @@
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { ProcessHost } from "@skein/kernel"
-import { Serve } from "@skein/serve"
+import { Serve, ServerEvents } from "@skein/serve"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import type { Scope } from "effect"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Fiber, Layer, Stream } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -122,8 +126,7 @@ class Tally {
   readonly delays: Array<number> = []
   chars = 0
   link: Link = { reconnects: 0, resyncs: 0 }
-  delta(text: string) {
-    const now = performance.now()
+  delta(text: string, now = performance.now()) {
     this.arrivals.push(now)
     this.chars += text.length
     const k = deltaIndex(text)
@@ -302,8 +305,19 @@ const rawPipe = (model: FakeModel.FakeModel["Type"]) =>
     })
   })
 
-/** skein serve, built as the serve tests' harness builds it. */
-const skein = (model: FakeModel.FakeModel["Type"]) =>
+const sessionOf = (properties: unknown): unknown =>
+  typeof properties === "object" && properties !== null && "sessionID" in properties ? properties.sessionID : undefined
+const deltaOf = (properties: unknown): string =>
+  typeof properties === "object" && properties !== null && "delta" in properties && typeof properties.delta === "string"
+    ? properties.delta
+    : ""
+
+/**
+ * skein serve, built as the serve tests' harness builds it. `via: "log"`
+ * reads the measured turn from the server's event log in process instead of
+ * over SSE: the same path up to the SSE edge, to tell the two apart.
+ */
+const skein = (model: FakeModel.FakeModel["Type"], via: "sse" | "log") =>
   Effect.gen(function*() {
     const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-skein-")
     const layer = Serve.layer({
@@ -324,13 +338,32 @@ const skein = (model: FakeModel.FakeModel["Type"]) =>
     const address = Context.get(context, HttpServer.HttpServer).address
     const base = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
     const headers = { authorization: `Bearer ${token}` }
-    return yield* Effect.promise(async () => {
+    const session = yield* Effect.promise(async () => {
       const session = idOf(await post(`${base}/session?directory=${encodeURIComponent(dirs.cwd)}`, headers, {}))
       await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
       await serverTurn(base, dirs.cwd, headers, session)
       await Effect.runPromise(model.enqueue(FakeModel.text(replyText)))
-      return serverTurn(base, dirs.cwd, headers, session)
+      return session
     })
+    if (via === "sse") return yield* Effect.promise(() => serverTurn(base, dirs.cwd, headers, session))
+    const events = yield* Effect.provide(ServerEvents.ServerEvents, context)
+    const tally = new Tally()
+    const reader = yield* events.follow(yield* events.nextSeq).pipe(
+      Stream.takeUntil(({ message }) => message.payload.type === "session.idle" && sessionOf(message.payload.properties) === session),
+      Stream.runForEach(({ at, message }) =>
+        Effect.sync(() => {
+          // Stamped with the record's append time (epoch ms), not the follower's: the rate into the log.
+          if (message.payload.type === "message.part.delta") tally.delta(deltaOf(message.payload.properties), at - performance.timeOrigin)
+        })
+      ),
+      Effect.orDie,
+      Effect.fork
+    )
+    yield* Effect.promise(() =>
+      post(`${base}/session/${session}/prompt_async?directory=${encodeURIComponent(dirs.cwd)}`, headers, { parts: [{ type: "text", text: prompt }] })
+    )
+    yield* Fiber.join(reader)
+    return tally
   })
 
 const freePort = () =>
@@ -421,11 +454,12 @@ const main = Effect.gen(function*() {
       Effect.tap((f) => Effect.sync(() => console.error(`${name}: done (${f.frames} frames)`)))
     )
   const raw = yield* run("raw pipe", rawPipe(model))
-  const served = yield* run("skein serve", skein(model))
+  const served = yield* run("skein serve", skein(model, "sse"))
+  const logged = yield* run("skein log", skein(model, "log"))
   const reference = yield* run("opencode serve", opencode(model))
 
   console.log(`one streamed reply of ${deltas.toLocaleString("en")} text deltas (${(replyText.length / 1e6).toFixed(1)} MB of text), FakeModel, real CLI`)
-  for (const f of [raw, served, reference]) {
+  for (const f of [raw, served, reference, logged]) {
     console.log(
       `${f.name.padEnd(15)} ${f.perSecond.toFixed(0).padStart(7)} deltas/s (burst ${f.burst.toFixed(0).padStart(6)}/s)  ${String(f.frames).padStart(6)} frames  ` +
         `delay p50 ${f.p50.toFixed(1).padStart(7)} ms  p99 ${f.p99.toFixed(1).padStart(7)} ms  max ${f.max.toFixed(0).padStart(6)} ms  ` +
@@ -437,6 +471,7 @@ const main = Effect.gen(function*() {
     console.log(`${label.padEnd(22)} ${ratio.toFixed(2)}x  (target >= ${target}x${ratio >= target ? ", met" : ", NOT MET"})`)
   check("skein / opencode", served.perSecond / reference.perSecond, 2)
   check("skein / raw pipe", served.perSecond / raw.perSecond, 0.5)
+  console.log(`skein serve / skein log ${(served.perSecond / logged.perSecond).toFixed(2)}x: what the SSE edge keeps of the rate into the log (appends timed in ms)`)
   console.log(
     `p99 delay skein / opencode ${(served.p99 / reference.p99).toFixed(2)}x, skein / raw pipe ${(served.p99 / raw.p99).toFixed(2)}x (lower is better)`
   )
