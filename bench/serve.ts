@@ -10,6 +10,11 @@
  *   harness builds it), the same CLI behind it; one SSE client on `/event`
  *   counts `message.part.delta` frames until `session.idle`, and resumes
  *   with `Last-Event-ID` (as the SDK's client does) if the server ends it.
+ * - **skein (process)**: the same server in a process of its own
+ *   (`examples/serve.ts`, as `skein serve` runs it; its CLIs not `--bare`,
+ *   offline through the environment they inherit). In process, skein shares
+ *   this event loop with FakeModel, the proxy and the reader; opencode never
+ *   does, so this is the like-for-like line. Same reader as skein.
  * - **opencode**: `opencode serve` (1.18.33) spawned with its `anthropic`
  *   provider pointed at the same FakeModel; one SSE client on its `/event`
  *   counts `message.part.delta` until its `session.idle`.
@@ -17,6 +22,7 @@
  *   turn read in process from the server's event log (`ServerEvents.follow`)
  *   instead of over SSE, each delta timed by its record's append time (ms):
  *   the rate into the log. Its ratio to skein serve is what the SSE edge keeps.
+ *   (The follower itself costs this event loop, so it is a rough split.)
  *
  *   npx tsx bench/serve.ts            # 100,000 deltas (about a minute here)
  *   npx tsx bench/serve.ts 20000      # fewer
@@ -58,12 +64,23 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
+import type { Readable } from "node:stream"
 
 const deltas = Number(process.argv[2] ?? 100_000)
 const prompt = "Write the long reply"
 /** `w0 w1 w2 …`: FakeModel streams two words per delta, so 2N words make N deltas. */
 const replyText = Array.from({ length: deltas * 2 }, (_, i) => `w${i} `).join("")
 const opencodeBin = Path.resolve(import.meta.dirname, "../node_modules/.bin/opencode")
+const tsxBin = Path.resolve(import.meta.dirname, "../node_modules/.bin/tsx")
+const serveEntry = Path.resolve(import.meta.dirname, "../examples/serve.ts")
+
+/** This process's environment without what would steer a CLI elsewhere (NODE_OPTIONS, with its source condition, stays). */
+const inherited = (): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(process.env).filter((entry): entry is [string, string] =>
+      entry[1] !== undefined && !/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(entry[0])
+    )
+  )
 const token = "bench-token-0123456789"
 const turnTimeout = 20 * 60_000
 
@@ -278,8 +295,8 @@ const rawPipe = (model: FakeModel.FakeModel["Type"]) =>
       for (const [name, value] of Object.entries(ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }))) {
         if (value !== undefined) env[name] = value
       }
-      for (const [name, value] of Object.entries(process.env)) {
-        if (value !== undefined && !(name in env) && !/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(name)) env[name] = value
+      for (const [name, value] of Object.entries(inherited())) {
+        if (!(name in env)) env[name] = value
       }
       const child = ChildProcess.spawn(
         cli,
@@ -376,6 +393,93 @@ const freePort = () =>
     })
   })
 
+/** Pids whose working directory is under `root`: what a spawned server and its CLIs left running. */
+const processesUnder = (root: string): ReadonlyArray<number> =>
+  Fs.readdirSync("/proc").flatMap((name) => {
+    if (!/^\d+$/.test(name)) return []
+    try {
+      return Fs.readlinkSync(`/proc/${name}/cwd`).startsWith(root) ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })
+
+/** Waits for `child` to exit, up to `ms`. */
+const exited = (child: ChildProcess.ChildProcess, ms: number) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    const timer = setTimeout(resolve, ms)
+    child.once("close", () => {
+      clearTimeout(timer)
+      resolve()
+    })
+  })
+
+/**
+ * Spawns a server in its own process group, in `cwd`; at scope close SIGTERM
+ * to the group, SIGKILL after 8 s, then SIGKILL to anything still running in
+ * the run's folders (only what this bench started runs there).
+ */
+const spawnServer = (command: string, args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: Record<string, string>; readonly root: string }) =>
+  Effect.acquireRelease(
+    Effect.sync(() => ChildProcess.spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: true })),
+    (child) =>
+      Effect.promise(async () => {
+        const group = (signal: NodeJS.Signals) => {
+          try {
+            if (child.pid !== undefined) process.kill(-child.pid, signal)
+          } catch {
+            // the group is gone already
+          }
+        }
+        group("SIGTERM")
+        await exited(child, 8_000)
+        group("SIGKILL")
+        await exited(child, 2_000)
+        for (const pid of processesUnder(options.root)) process.kill(pid, "SIGKILL")
+      })
+  )
+
+/** Resolves once the server prints `listening` (stdout or stderr); fails if it exits first. */
+const listening = (child: ChildProcess.ChildProcessByStdio<null, Readable, Readable>, what: string) =>
+  withTimeout(
+    new Promise<void>((resolve, reject) => {
+      let out = ""
+      const look = (chunk: Buffer) => {
+        out += chunk.toString("utf8")
+        if (/listening/i.test(out)) resolve()
+      }
+      child.stdout.on("data", look)
+      child.stderr.on("data", look)
+      child.once("close", (code) => reject(new Error(`${what} exited with ${code}: ${out.slice(-2000)}`)))
+    }),
+    120_000,
+    `${what} start`
+  )
+
+/**
+ * skein serve in a process of its own (`examples/serve.ts`, as `skein serve`
+ * runs it), its CLIs offline through the environment they inherit: the same
+ * footing as opencode serve, which does not share the bench's event loop.
+ */
+const skeinProcess = (model: FakeModel.FakeModel["Type"]) =>
+  Effect.gen(function*() {
+    const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-skeinp-")
+    const port = yield* freePort()
+    const env: Record<string, string> = { ...inherited(), ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }), SKEIN_SERVER_TOKEN: token }
+    const child = yield* spawnServer(tsxBin, [serveEntry, "--port", String(port), "--root", dirs.cwd], { cwd: dirs.cwd, env, root: dirs.root })
+    const base = `http://127.0.0.1:${port}`
+    const headers = { authorization: `Bearer ${token}` }
+    return yield* Effect.promise(async () => {
+      await listening(child, "skein serve")
+      const session = idOf(await post(`${base}/session?directory=${encodeURIComponent(dirs.cwd)}`, headers, {}))
+      await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
+      await serverTurn(base, dirs.cwd, headers, session)
+      await Effect.runPromise(model.enqueue(FakeModel.text(replyText)))
+      return serverTurn(base, dirs.cwd, headers, session)
+    })
+  })
+
 /** `opencode serve`, offline, its anthropic provider on FakeModel; killed by its pid when the scope closes. */
 const opencode = (model: FakeModel.FakeModel["Type"]) =>
   Effect.gen(function*() {
@@ -402,37 +506,10 @@ const opencode = (model: FakeModel.FakeModel["Type"]) =>
       OPENCODE_DISABLE_MODELS_FETCH: "1"
     }
     const port = yield* freePort()
-    const child = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        ChildProcess.spawn(opencodeBin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
-          cwd: dirs.cwd,
-          env,
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-      ),
-      (child) =>
-        Effect.async<void>((resume) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-          child.once("close", () => resume(Effect.void))
-          child.kill("SIGKILL")
-        })
-    )
+    const child = yield* spawnServer(opencodeBin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: dirs.cwd, env, root: dirs.root })
     const base = `http://127.0.0.1:${port}`
     return yield* Effect.promise(async () => {
-      await withTimeout(
-        new Promise<void>((resolve, reject) => {
-          let out = ""
-          const look = (chunk: Buffer) => {
-            out += chunk.toString("utf8")
-            if (/listening/i.test(out)) resolve()
-          }
-          child.stdout.on("data", look)
-          child.stderr.on("data", look)
-          child.once("close", (code) => reject(new Error(`opencode serve exited with ${code}: ${out.slice(-2000)}`)))
-        }),
-        120_000,
-        "opencode serve start"
-      )
+      await listening(child, "opencode serve")
       const session = idOf(await post(`${base}/session?directory=${encodeURIComponent(dirs.cwd)}`, {}, {}))
       await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
       await serverTurn(base, dirs.cwd, {}, session)
@@ -456,10 +533,11 @@ const main = Effect.gen(function*() {
   const raw = yield* run("raw pipe", rawPipe(model))
   const served = yield* run("skein serve", skein(model, "sse"))
   const logged = yield* run("skein log", skein(model, "log"))
+  const apart = yield* run("skein (process)", skeinProcess(model))
   const reference = yield* run("opencode serve", opencode(model))
 
   console.log(`one streamed reply of ${deltas.toLocaleString("en")} text deltas (${(replyText.length / 1e6).toFixed(1)} MB of text), FakeModel, real CLI`)
-  for (const f of [raw, served, reference, logged]) {
+  for (const f of [raw, served, apart, reference, logged]) {
     console.log(
       `${f.name.padEnd(15)} ${f.perSecond.toFixed(0).padStart(7)} deltas/s (burst ${f.burst.toFixed(0).padStart(6)}/s)  ${String(f.frames).padStart(6)} frames  ` +
         `delay p50 ${f.p50.toFixed(1).padStart(7)} ms  p99 ${f.p99.toFixed(1).padStart(7)} ms  max ${f.max.toFixed(0).padStart(6)} ms  ` +
@@ -468,9 +546,11 @@ const main = Effect.gen(function*() {
     )
   }
   const check = (label: string, ratio: number, target: number) =>
-    console.log(`${label.padEnd(22)} ${ratio.toFixed(2)}x  (target >= ${target}x${ratio >= target ? ", met" : ", NOT MET"})`)
+    console.log(`${label.padEnd(27)} ${ratio.toFixed(2)}x  (target >= ${target}x${ratio >= target ? ", met" : ", NOT MET"})`)
   check("skein / opencode", served.perSecond / reference.perSecond, 2)
   check("skein / raw pipe", served.perSecond / raw.perSecond, 0.5)
+  check("skein (process) / opencode", apart.perSecond / reference.perSecond, 2)
+  check("skein (process) / raw", apart.perSecond / raw.perSecond, 0.5)
   console.log(`skein serve / skein log ${(served.perSecond / logged.perSecond).toFixed(2)}x: what the SSE edge keeps of the rate into the log (appends timed in ms)`)
   console.log(
     `p99 delay skein / opencode ${(served.p99 / reference.p99).toFixed(2)}x, skein / raw pipe ${(served.p99 / raw.p99).toFixed(2)}x (lower is better)`
