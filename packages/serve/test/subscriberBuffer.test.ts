@@ -200,4 +200,15 @@ describe("subscriberBuffer", () => {
       yield* Fiber.join(next)
       expect(yield* delivered).toBe(5)
     }))
+  it.effect("tryOfferAll takes a chunk in order, skips included, up to the first event that does not fit; none once closed", () =>
+    Effect.gen(function*() {
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxEvents: 2 })
+      const chunk: ReadonlyArray<SubscriberBuffer.Entry> = [event(1), { _tag: "Skip", seq: 2 }, event(3), event(4)]
+      expect(yield* buffer.tryOfferAll(chunk)).toEqual({ accepted: 3, outcome: "full" })
+      expect((yield* takeFrames(buffer)).map((f) => f.id)).toEqual([1, 3])
+      expect(yield* buffer.tryOfferAll(chunk.slice(3))).toEqual({ accepted: 1, outcome: "accepted" })
+      expect((yield* takeFrames(buffer)).map((f) => f.id)).toEqual([4])
+      yield* buffer.resync(() => "{}")
+      expect(yield* buffer.tryOfferAll([event(5)])).toEqual({ accepted: 0, outcome: "closed" })
+    }))
 })

@@ -18,6 +18,7 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { Canonical } from "@skein/protocol"
 import { Canonical as C } from "@skein/protocol"
+import type * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -160,38 +161,64 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
       const asked: Canonical.CanonicalEvent = C.event("permission.asked", pending.request)
       yield* buffer.control(control(asked.type, asked.properties, pending.directory))
     }
-    // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
-    // client holds no subscription) and follows again from the same event once there is room.
     // Records the feed offered since `start` (seq >= start.next, each once across re-follows).
     let received = 0
     let countedThrough = start.next - 1
+    let resumeAt: number | undefined
+    const gets = (record: Record) =>
+      (global || record.message.directory === options.directory) &&
+      !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
+    // One chunk of the log in one step: its entries up to the first too far behind, offered at
+    // once. `true` to go on; `false` once full (`resumeAt` set), resynced or closed.
+    const step = (records: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
+      Effect.flatMap(events.published(filter), (now) => {
+        const entries: Array<SubscriberBuffer.Entry> = []
+        // After each entry: what `received` and `countedThrough` become once it is in.
+        const marks: Array<number> = []
+        let counted = received
+        let through = countedThrough
+        let behind: number | undefined
+        for (const record of records) {
+          if (!gets(record)) {
+            entries.push({ _tag: "Skip", seq: record.seq })
+            marks.push(counted)
+            continue
+          }
+          if (record.seq > through) {
+            through = record.seq
+            counted++
+          }
+          // Replay reads the disk at the client's pace; only a live client can fall behind.
+          const lag = record.seq < next ? 0 : now.count - start.count - counted
+          if (lag > options.maxLag) {
+            behind = lag
+            break
+          }
+          entries.push(itemOf(global, record))
+          marks.push(counted)
+        }
+        return Effect.flatMap(buffer.tryOfferAll(entries), ({ accepted, outcome }) => {
+          if (accepted > 0) {
+            received = marks[accepted - 1]!
+            countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
+          }
+          if (outcome === "full") resumeAt = entries[accepted]!.seq
+          if (outcome !== "accepted") return Effect.succeed(false)
+          if (behind === undefined) return Effect.succeed(true)
+          const lag = behind
+          return Effect.as(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind: lag }, cursor)), false)
+        })
+      })
+    // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
+    // client holds no subscription) and follows again from the same event once there is room.
     const feed = (at: number): Effect.Effect<void> =>
       Effect.suspend(() => {
-        let resumeAt: number | undefined
+        resumeAt = undefined
         return events.follow(at).pipe(
           Stream.orDie,
-          Stream.mapEffect((record) =>
-            Effect.gen(function*() {
-              const { directory, payload } = record.message
-              if ((!global && directory !== options.directory) || (options.canonicalOnly && C.legacyEventTypes.has(payload.type))) {
-                yield* buffer.skip(record.seq)
-                return true
-              }
-              // Replay reads the disk at the client's pace; only a live client can fall behind.
-              if (record.seq > countedThrough) {
-                countedThrough = record.seq
-                received++
-              }
-              const behind = record.seq < next ? 0 : (yield* events.published(filter)).count - start.count - received
-              if (behind > options.maxLag) {
-                yield* buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind }, cursor))
-                return false
-              }
-              const outcome = yield* buffer.tryOffer(itemOf(global, record))
-              if (outcome === "full") resumeAt = record.seq
-              return outcome === "accepted"
-            })
-          ),
+          Stream.chunks,
+          // takeWhile, not runForEachWhile: with the latter a stalled client's heap grew with the log.
+          Stream.mapEffect(step),
           Stream.takeWhile((more) => more),
           Stream.runDrain,
           Effect.zipRight(Effect.suspend(() => resumeAt === undefined ? Effect.void : Effect.zipRight(buffer.awaitRoom, feed(resumeAt))))

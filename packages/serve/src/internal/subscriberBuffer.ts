@@ -57,6 +57,21 @@ export interface Delta {
 
 export type Item = Event | Delta
 
+/** A logged event the client does not get (another directory, a legacy type). */
+export interface Skip {
+  readonly _tag: "Skip"
+  readonly seq: number
+}
+
+/** One record of the log, as the feed hands it over. */
+export type Entry = Item | Skip
+
+/** How far `tryOfferAll` got: the entries that went in, and why it stopped if not all did. */
+export interface Offered {
+  readonly accepted: number
+  readonly outcome: "accepted" | "full" | "closed"
+}
+
 /** A frame that is not a logged event (`server.*`): it carries the cursor the client holds. */
 export interface Control {
   readonly render: (cursor: number) => string
@@ -79,6 +94,11 @@ export interface SubscriberBuffer {
   readonly offer: (item: Item) => Effect.Effect<void>
   /** Merges or queues the event if it fits, without waiting. */
   readonly tryOffer: (item: Item) => Effect.Effect<"accepted" | "full" | "closed">
+  /**
+   * Offers (or skips) the entries in order without waiting, as one step for
+   * a chunk of the log: stops at the first event that does not fit, or once closed.
+   */
+  readonly tryOfferAll: (entries: ReadonlyArray<Entry>) => Effect.Effect<Offered>
   /** Waits until an event fits (or the buffer closed). */
   readonly awaitRoom: Effect.Effect<void>
   /** Queues a control frame past the caps (connected, heartbeats, re-announced asks). */
@@ -210,6 +230,33 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         return Effect.as(publish, "accepted")
       })
 
+    const skipNow = (seq: number) => {
+      // With nothing pending, every frame before it is written: the cursor may move on.
+      if (pending.length === 0 && seq > cursor) cursor = seq
+      seen = Math.max(seen, seq)
+    }
+
+    const offerAll = (entries: ReadonlyArray<Entry>): Effect.Effect<Offered> =>
+      Effect.suspend(() => {
+        let accepted = 0
+        let outcome: Offered["outcome"] = "accepted"
+        for (const entry of entries) {
+          if (entry._tag === "Skip") {
+            skipNow(entry.seq)
+          } else if (closed) {
+            outcome = "closed"
+            break
+          } else if (tryOffer(entry)) {
+            seen = Math.max(seen, entry.seq)
+          } else {
+            outcome = "full"
+            break
+          }
+          accepted++
+        }
+        return Effect.as(publish, { accepted, outcome })
+      })
+
     const offer = (item: Item): Effect.Effect<void> =>
       Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
@@ -270,6 +317,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     return {
       offer,
       tryOffer: offerNow,
+      tryOfferAll: offerAll,
       awaitRoom: room.await,
       control: (frame) =>
         Effect.sync(() => {
@@ -279,9 +327,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         }),
       skip: (seq) =>
         Effect.suspend(() => {
-          // With nothing pending, every frame before it is written: the cursor may move on.
-          if (pending.length === 0 && seq > cursor) cursor = seq
-          seen = Math.max(seen, seq)
+          skipNow(seq)
           return publish
         }),
       take,
