@@ -19,6 +19,9 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as PendingFrames from "./pendingFrames.js"
+import type { Control, Item } from "./pendingFrames.js"
+import * as StallDetector from "./stallDetector.js"
 
 export interface Options {
   /** The id the client already holds (its `Last-Event-ID`, or the log's end). */
@@ -35,27 +38,7 @@ export interface Options {
   readonly maxStalls?: number | undefined
 }
 
-/** One logged event for the client. */
-export interface Event {
-  readonly _tag: "Event"
-  readonly seq: number
-  /** The JSON of the frame's `data:`. */
-  readonly data: string
-}
-
-/** A delta of one part's field: mergeable with the pending delta of the same `key`. */
-export interface Delta {
-  readonly _tag: "Delta"
-  readonly seq: number
-  readonly key: string
-  readonly delta: string
-  /** `render(seq, delta)`, done once for the frame as it comes. */
-  readonly data: string
-  /** The frame's JSON for a merged run: the newest event's fields, the run's text. */
-  readonly render: (seq: number, delta: string) => string
-}
-
-export type Item = Event | Delta
+export type { Control, Delta, Event, Item } from "./pendingFrames.js"
 
 /** A logged event the client does not get (another directory, a legacy type). */
 export interface Skip {
@@ -70,13 +53,6 @@ export type Entry = Item | Skip
 export interface Offered {
   readonly accepted: number
   readonly outcome: "accepted" | "full" | "closed"
-}
-
-/** A frame that is not a logged event (`server.*`): it carries the cursor the client holds. */
-export interface Control {
-  readonly render: (cursor: number) => string
-  /** At most one pending frame of this kind (heartbeats). */
-  readonly kind?: string | undefined
 }
 
 export interface Stats {
@@ -119,122 +95,89 @@ export interface SubscriberBuffer {
   readonly delivered: SubscriptionRef.SubscriptionRef<number>
 }
 
-interface Pending {
-  /** The oldest seq this frame carries (`undefined`: a control frame). */
-  readonly first: number | undefined
-  seq: number | undefined
-  key: string | undefined
-  deltas: Array<string>
-  data: string
-  bytes: number
-  render: ((seq: number, delta: string) => string) | undefined
-  readonly control: Control | undefined
+/**
+ * `delivered` as the consumer makes progress: the newest seq offered or
+ * skipped, the newest in the last chunk taken, and whether the consumer waits
+ * in `take` (then everything it took before is written, and with nothing
+ * pending, everything seen is).
+ */
+const makeProgress = (delivered: SubscriptionRef.SubscriptionRef<number>, cursor: number, idle: () => boolean) => {
+  let seen = cursor
+  let takenThrough = cursor
+  let written = cursor
+  let waiting = false
+  let published = cursor
+  return {
+    see: (seq: number) => {
+      seen = Math.max(seen, seq)
+    },
+    waits: () => {
+      waiting = true
+      written = takenThrough
+    },
+    takes: () => {
+      waiting = false
+      takenThrough = seen
+    },
+    publish: Effect.suspend(() => {
+      const now = waiting && idle() ? seen : written
+      if (now <= published) return Effect.void
+      published = now
+      return SubscriptionRef.set(delivered, now)
+    })
+  }
 }
-
-const byteLength = (text: string) => Buffer.byteLength(text, "utf8")
 
 export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
   Effect.flatMap(SubscriptionRef.make(options.cursor), (delivered) => Effect.sync(() => {
-    const maxEvents = options.maxEvents ?? 2048
-    const maxBytes = options.maxBytes ?? 1024 * 1024
-    const maxFrameBytes = options.maxFrameBytes ?? 64 * 1024
-    const mergeWindow = options.mergeWindow ?? 16
-    const maxStalls = options.maxStalls ?? 3
+    const frames = PendingFrames.make({
+      maxEvents: options.maxEvents ?? 2048,
+      maxBytes: options.maxBytes ?? 1024 * 1024,
+      maxFrameBytes: options.maxFrameBytes ?? 64 * 1024,
+      mergeWindow: options.mergeWindow ?? 16
+    })
+    const stalled = StallDetector.make(options.maxStalls ?? 3)
     // Opened while something is pending (or the buffer closed); closed while the socket has it all.
     const readable = Effect.unsafeMakeLatch(false)
     // Opened while an event fits; closed while the buffer is full.
     const room = Effect.unsafeMakeLatch(true)
 
-    let pending: Array<Pending> = []
-    let events = 0
-    let bytes = 0
-    let coalesced = 0
     let cursor = options.cursor
     let closed = false
     let resynced = false
     let takes = 0
-    // For `delivered`: the newest seq offered or skipped, the newest in the last chunk taken, and
-    // the consumer's state (while it waits in `take`, everything it took before is written).
-    let seen = options.cursor
-    let takenThrough = options.cursor
-    let written = options.cursor
-    let waiting = false
-    let published = options.cursor
-    const publish = Effect.suspend(() => {
-      const now = waiting && pending.length === 0 ? seen : written
-      if (now <= published) return Effect.void
-      published = now
-      return SubscriptionRef.set(delivered, now)
-    })
-    let takesAtTick = 0
-    let stalls = 0
-
-    const merge = (item: Delta): boolean => {
-      const bound = Math.max(0, pending.length - mergeWindow)
-      for (let i = pending.length - 1; i >= bound; i--) {
-        const frame = pending[i]!
-        // A run of deltas only: no merge across an event, a heartbeat or a resync.
-        if (frame.key === undefined) return false
-        if (frame.key !== item.key) continue
-        const extra = byteLength(item.delta)
-        if (frame.bytes + extra > maxFrameBytes || bytes + extra > maxBytes) return false
-        frame.deltas.push(item.delta)
-        frame.seq = item.seq
-        frame.render = item.render
-        frame.bytes += extra
-        bytes += extra
-        coalesced++
-        return true
-      }
-      return false
-    }
-
-    const fits = (size: number) => events === 0 || (events < maxEvents && bytes + size <= maxBytes)
-
-    const push = (frame: Pending) => {
-      pending.push(frame)
-      if (frame.control === undefined) {
-        events++
-        bytes += frame.bytes
-      }
-      readable.unsafeOpen()
-    }
+    const progress = makeProgress(delivered, options.cursor, () => frames.size() === 0)
+    const publish = progress.publish
 
     /** `true` when the item is in (or the buffer is closed), `false` when it must wait for room. */
     const tryOffer = (item: Item): boolean => {
       if (closed) return true
-      if (item._tag === "Delta" && merge(item)) return true
-      const size = byteLength(item.data)
-      if (!fits(size)) {
+      if (!frames.add(item)) {
         room.unsafeClose()
         return false
       }
-      push({
-        first: item.seq,
-        seq: item.seq,
-        key: item._tag === "Delta" ? item.key : undefined,
-        deltas: item._tag === "Delta" ? [item.delta] : [],
-        data: item.data,
-        bytes: size,
-        render: item._tag === "Delta" ? item.render : undefined,
-        control: undefined
-      })
+      readable.unsafeOpen()
       return true
+    }
+
+    const control = (frame: Control) => {
+      frames.control(frame)
+      readable.unsafeOpen()
+    }
+
+    const skipNow = (seq: number) => {
+      // With nothing pending, every frame before it is written: the cursor may move on.
+      if (frames.size() === 0 && seq > cursor) cursor = seq
+      progress.see(seq)
     }
 
     const offerNow = (item: Item): Effect.Effect<"accepted" | "full" | "closed"> =>
       Effect.suspend(() => {
         if (closed) return Effect.succeed("closed")
         if (!tryOffer(item)) return Effect.succeed("full")
-        seen = Math.max(seen, item.seq)
+        progress.see(item.seq)
         return Effect.as(publish, "accepted")
       })
-
-    const skipNow = (seq: number) => {
-      // With nothing pending, every frame before it is written: the cursor may move on.
-      if (pending.length === 0 && seq > cursor) cursor = seq
-      seen = Math.max(seen, seq)
-    }
 
     const offerAll = (entries: ReadonlyArray<Entry>): Effect.Effect<Offered> =>
       Effect.suspend(() => {
@@ -247,7 +190,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
             outcome = "closed"
             break
           } else if (tryOffer(entry)) {
-            seen = Math.max(seen, entry.seq)
+            progress.see(entry.seq)
           } else {
             outcome = "full"
             break
@@ -260,59 +203,21 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     const offer = (item: Item): Effect.Effect<void> =>
       Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
-    const renderAll = (frames: ReadonlyArray<Pending>): string => {
-      // later[i]: the oldest seq carried by a frame after i.
-      const later = new Array<number>(frames.length + 1)
-      later[frames.length] = Number.POSITIVE_INFINITY
-      for (let i = frames.length - 1; i >= 0; i--) later[i] = Math.min(frames[i]!.first ?? Number.POSITIVE_INFINITY, later[i + 1]!)
-      let newest = cursor
-      let out = ""
-      for (let i = 0; i < frames.length; i++) {
-        const frame = frames[i]!
-        if (frame.control !== undefined) {
-          out += `id: ${cursor}\ndata: ${frame.control.render(cursor)}\n\n`
-          continue
-        }
-        newest = Math.max(newest, frame.seq ?? newest)
-        const safe = Math.min(newest, later[i + 1]! - 1)
-        const data = frame.deltas.length > 1 && frame.render !== undefined && frame.seq !== undefined
-          ? frame.render(frame.seq, frame.deltas.join(""))
-          : frame.data
-        if (safe > cursor) {
-          cursor = safe
-          out += `id: ${safe}\ndata: ${data}\n\n`
-        } else {
-          out += `data: ${data}\n\n`
-        }
-      }
-      return out
-    }
-
     const take: Effect.Effect<Option.Option<string>> = Effect.suspend(() => {
-      waiting = true
-      written = takenThrough
+      progress.waits()
       return Effect.zipRight(publish, readable.await)
     }).pipe(
       Effect.zipRight(Effect.sync(() => {
-        waiting = false
-        takenThrough = seen
-        if (pending.length === 0) return Option.none()
-        const frames = pending
-        pending = []
-        events = 0
-        bytes = 0
+        progress.takes()
+        if (frames.size() === 0) return Option.none()
         takes++
+        const rendered = PendingFrames.render(frames.drain(), cursor)
+        cursor = rendered.cursor
         if (!closed) readable.unsafeClose()
         room.unsafeOpen()
-        return Option.some(renderAll(frames))
+        return Option.some(rendered.text)
       }))
     )
-
-    const close = () => {
-      closed = true
-      readable.unsafeOpen()
-      room.unsafeOpen()
-    }
 
     return {
       offer,
@@ -321,9 +226,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       awaitRoom: room.await,
       control: (frame) =>
         Effect.sync(() => {
-          if (closed) return
-          if (frame.kind !== undefined && pending.some((p) => p.control?.kind === frame.kind)) return
-          push({ first: undefined, seq: undefined, key: undefined, deltas: [], data: "", bytes: 0, render: undefined, control: frame })
+          if (!closed) control(frame)
         }),
       skip: (seq) =>
         Effect.suspend(() => {
@@ -334,19 +237,18 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       resync: (render) =>
         Effect.sync(() => {
           if (closed) return
-          pending = []
-          events = 0
-          bytes = 0
+          frames.clear()
           resynced = true
-          push({ first: undefined, seq: undefined, key: undefined, deltas: [], data: "", bytes: 0, render: undefined, control: { render } })
-          close()
+          control({ render })
+          closed = true
+          readable.unsafeOpen()
+          room.unsafeOpen()
         }),
-      tick: Effect.sync(() => {
-        stalls = pending.length > 0 && takes === takesAtTick ? stalls + 1 : 0
-        takesAtTick = takes
-        return stalls >= maxStalls ? "stalled" : "live"
+      tick: Effect.sync(() => stalled(frames.size() > 0, takes)),
+      stats: Effect.sync(() => {
+        const { bytes, coalesced, events } = frames.stats()
+        return { pendingEvents: events, pendingBytes: bytes, coalesced, cursor, resynced }
       }),
-      stats: Effect.sync(() => ({ pendingEvents: events, pendingBytes: bytes, coalesced, cursor, resynced })),
       delivered
     } satisfies SubscriberBuffer
   }))

@@ -1,0 +1,201 @@
+/**
+ * The frames one SSE subscriber has not taken yet, within its caps, and
+ * their SSE text. Synchronous and free of Effect: `subscriberBuffer` owns the
+ * waiting, this owns what waits.
+ *
+ * A delta joins the pending delta of the same part and field (found within
+ * `mergeWindow` frames back, never across another kind of frame) instead of
+ * queueing, so a slow client gets fewer, larger frames.
+ */
+
+/** One logged event for the client. */
+export interface Event {
+  readonly _tag: "Event"
+  readonly seq: number
+  /** The JSON of the frame's `data:`. */
+  readonly data: string
+}
+
+/** A delta of one part's field: mergeable with the pending delta of the same `key`. */
+export interface Delta {
+  readonly _tag: "Delta"
+  readonly seq: number
+  readonly key: string
+  readonly delta: string
+  /** `render(seq, delta)`, done once for the frame as it comes. */
+  readonly data: string
+  /** The frame's JSON for a merged run: the newest event's fields, the run's text. */
+  readonly render: (seq: number, delta: string) => string
+}
+
+export type Item = Event | Delta
+
+/** A frame that is not a logged event (`server.*`): it carries the cursor the client holds. */
+export interface Control {
+  readonly render: (cursor: number) => string
+  /** At most one pending frame of this kind (heartbeats). */
+  readonly kind?: string | undefined
+}
+
+export interface Caps {
+  readonly maxEvents: number
+  readonly maxBytes: number
+  readonly maxFrameBytes: number
+  readonly mergeWindow: number
+}
+
+export interface Frame {
+  /** The oldest seq this frame carries (`undefined`: a control frame). */
+  readonly first: number | undefined
+  seq: number | undefined
+  key: string | undefined
+  deltas: Array<string>
+  data: string
+  bytes: number
+  render: ((seq: number, delta: string) => string) | undefined
+  readonly control: Control | undefined
+}
+
+export const byteLength = (text: string) => Buffer.byteLength(text, "utf8")
+
+/** The pending frame the delta may join: the newest of its key in the window, if the caps leave room. */
+export const mergeTarget = (
+  frames: ReadonlyArray<Frame>,
+  item: Delta,
+  caps: Caps,
+  pendingBytes: number
+): Frame | undefined => {
+  const bound = Math.max(0, frames.length - caps.mergeWindow)
+  for (let i = frames.length - 1; i >= bound; i--) {
+    const frame = frames[i]!
+    // A run of deltas only: no merge across an event, a heartbeat or a resync.
+    if (frame.key === undefined) return undefined
+    if (frame.key !== item.key) continue
+    const extra = byteLength(item.delta)
+    return frame.bytes + extra > caps.maxFrameBytes || pendingBytes + extra > caps.maxBytes ? undefined : frame
+  }
+  return undefined
+}
+
+/** Whether a new frame of `size` bytes fits: always when nothing is pending, so one oversized event still goes. */
+export const fits = (caps: Caps, events: number, bytes: number, size: number) =>
+  events === 0 || (events < caps.maxEvents && bytes + size <= caps.maxBytes)
+
+export const frameOf = (item: Item, size: number): Frame => ({
+  first: item.seq,
+  seq: item.seq,
+  key: item._tag === "Delta" ? item.key : undefined,
+  deltas: item._tag === "Delta" ? [item.delta] : [],
+  data: item.data,
+  bytes: size,
+  render: item._tag === "Delta" ? item.render : undefined,
+  control: undefined
+})
+
+export const controlFrame = (control: Control): Frame => ({
+  first: undefined,
+  seq: undefined,
+  key: undefined,
+  deltas: [],
+  data: "",
+  bytes: 0,
+  render: undefined,
+  control
+})
+
+/**
+ * The frames as SSE text, after the client's `cursor`, and the cursor after
+ * them. A frame's `id:` is the highest seq such that every event up to it
+ * is in a frame written by then: a merged delta carries events from later in
+ * the log than the frames after it, which raise the id only once they are
+ * written too. Control frames carry the cursor as it is.
+ */
+export const render = (frames: ReadonlyArray<Frame>, cursor: number): { readonly text: string; readonly cursor: number } => {
+  // later[i]: the oldest seq carried by a frame after i.
+  const later = new Array<number>(frames.length + 1)
+  later[frames.length] = Number.POSITIVE_INFINITY
+  for (let i = frames.length - 1; i >= 0; i--) later[i] = Math.min(frames[i]!.first ?? Number.POSITIVE_INFINITY, later[i + 1]!)
+  let newest = cursor
+  let text = ""
+  for (let i = 0; i < frames.length; i++) {
+    const frame = frames[i]!
+    if (frame.control !== undefined) {
+      text += `id: ${cursor}\ndata: ${frame.control.render(cursor)}\n\n`
+      continue
+    }
+    newest = Math.max(newest, frame.seq ?? newest)
+    const safe = Math.min(newest, later[i + 1]! - 1)
+    const data = frame.deltas.length > 1 && frame.render !== undefined && frame.seq !== undefined
+      ? frame.render(frame.seq, frame.deltas.join(""))
+      : frame.data
+    if (safe > cursor) {
+      cursor = safe
+      text += `id: ${safe}\ndata: ${data}\n\n`
+    } else {
+      text += `data: ${data}\n\n`
+    }
+  }
+  return { text, cursor }
+}
+
+export interface PendingFrames {
+  /** Merges or queues the item: `false` when it does not fit. */
+  readonly add: (item: Item) => boolean
+  /** Queues a control frame past the caps; at most one of a `kind`. */
+  readonly control: (control: Control) => void
+  /** Everything pending, oldest first; the queue is empty after. */
+  readonly drain: () => ReadonlyArray<Frame>
+  readonly clear: () => void
+  readonly size: () => number
+  readonly stats: () => { readonly events: number; readonly bytes: number; readonly coalesced: number }
+}
+
+export const make = (caps: Caps): PendingFrames => {
+  let frames: Array<Frame> = []
+  let events = 0
+  let bytes = 0
+  let coalesced = 0
+
+  const merge = (item: Delta): boolean => {
+    const frame = mergeTarget(frames, item, caps, bytes)
+    if (frame === undefined) return false
+    const extra = byteLength(item.delta)
+    frame.deltas.push(item.delta)
+    frame.seq = item.seq
+    frame.render = item.render
+    frame.bytes += extra
+    bytes += extra
+    coalesced++
+    return true
+  }
+
+  const clear = () => {
+    frames = []
+    events = 0
+    bytes = 0
+  }
+
+  return {
+    add: (item) => {
+      if (item._tag === "Delta" && merge(item)) return true
+      const size = byteLength(item.data)
+      if (!fits(caps, events, bytes, size)) return false
+      frames.push(frameOf(item, size))
+      events++
+      bytes += size
+      return true
+    },
+    control: (control) => {
+      if (control.kind !== undefined && frames.some((frame) => frame.control?.kind === control.kind)) return
+      frames.push(controlFrame(control))
+    },
+    drain: () => {
+      const all = frames
+      clear()
+      return all
+    },
+    clear,
+    size: () => frames.length,
+    stats: () => ({ events, bytes, coalesced })
+  }
+}
