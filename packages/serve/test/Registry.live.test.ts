@@ -10,20 +10,8 @@ import { FakeModel } from "@skein/testkit"
 import { Effect, Schedule } from "effect"
 import * as Harness from "./harness.js"
 
-interface AnyEvent {
-  readonly type: string
-  readonly properties: Record<string, unknown>
-}
-
-const collectUntil = async (stream: AsyncIterable<unknown>, done: (event: AnyEvent) => boolean | Promise<boolean>) => {
-  const seen: Array<AnyEvent> = []
-  for await (const raw of stream) {
-    const event = raw as AnyEvent
-    seen.push(event)
-    if (await done(event)) break
-  }
-  return seen
-}
+const { collectUntil } = Harness
+type AnyEvent = Harness.AnyEvent
 
 const idles = (seen: ReadonlyArray<AnyEvent>) => seen.filter((e) => e.type === "session.idle").length
 

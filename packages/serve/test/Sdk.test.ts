@@ -12,23 +12,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Harness from "./harness.js"
 
-interface AnyEvent {
-  readonly type: string
-  readonly properties: Record<string, unknown>
-}
-
-const collectUntil = async (
-  stream: AsyncIterable<unknown>,
-  done: (event: AnyEvent) => boolean | Promise<boolean>
-) => {
-  const seen: Array<AnyEvent> = []
-  for await (const raw of stream) {
-    const event = raw as AnyEvent
-    seen.push(event)
-    if (await done(event)) break
-  }
-  return seen
-}
+const { collectUntil } = Harness
 
 const texts = (parts: ReadonlyArray<{ readonly type: string; readonly text?: string }>) =>
   parts.flatMap((p) => (p.type === "text" && p.text !== undefined ? [p.text] : []))

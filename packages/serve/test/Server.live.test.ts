@@ -7,24 +7,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Harness from "./harness.js"
 
-interface AnyEvent {
-  readonly type: string
-  readonly properties: Record<string, unknown>
-}
+const { collectUntil } = Harness
 
-/** Reads the SDK's event stream until `done` says stop; returns what it saw. */
-const collectUntil = async (
-  stream: AsyncIterable<unknown>,
-  done: (event: AnyEvent, all: ReadonlyArray<AnyEvent>) => boolean | Promise<boolean>
-) => {
-  const seen: Array<AnyEvent> = []
-  for await (const raw of stream) {
-    const event = raw as AnyEvent
-    seen.push(event)
-    if (await done(event, seen)) break
-  }
-  return seen
-}
 
 describe("skein serve with the real CLI, driven by @opencode-ai/sdk", () => {
   it.scopedLive("v2: create, prompt synchronously, stream to session.idle, list messages", () =>

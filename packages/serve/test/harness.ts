@@ -90,3 +90,23 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
       headers: { authorization: `Bearer ${token}` }
     } satisfies Running
   })
+
+/** An event as the SDK's stream yields it. */
+export interface AnyEvent {
+  readonly type: string
+  readonly properties: Record<string, unknown>
+}
+
+/** Reads the SDK's event stream until `done` says stop; returns what it saw. */
+export const collectUntil = async (
+  stream: AsyncIterable<unknown>,
+  done: (event: AnyEvent, all: ReadonlyArray<AnyEvent>) => boolean | Promise<boolean>
+) => {
+  const seen: Array<AnyEvent> = []
+  for await (const raw of stream) {
+    const event = raw as AnyEvent
+    seen.push(event)
+    if (await done(event, seen)) break
+  }
+  return seen
+}
