@@ -74,6 +74,20 @@ export const initializeFields = (services: Pick<Services, "hooks" | "toolkits">)
   }
 }
 
+const pendingOf = (requestId: string, request: Control.CanUseTool): SessionState.PendingPermission => ({
+  requestId,
+  toolName: request.tool_name,
+  toolUseId: request.tool_use_id,
+  input: request.input
+})
+
+/** Without an Elicitation service the CLI's MCP elicitations are declined. */
+const elicit = (services: Services, request: Control.Elicitation) =>
+  Option.match(services.elicitation, {
+    onNone: () => Effect.succeed<Control.ElicitationResult>({ action: "decline" }),
+    onSome: (service) => service.elicit(request)
+  }).pipe(Effect.map((result): Json.JsonObject => ({ ...result })))
+
 export const make = (options: {
   readonly services: Services
   readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
@@ -125,13 +139,6 @@ export const make = (options: {
         }
       })
 
-    const pendingOf = (requestId: string, request: Control.CanUseTool): SessionState.PendingPermission => ({
-      requestId,
-      toolName: request.tool_name,
-      toolUseId: request.tool_use_id,
-      input: request.input
-    })
-
     const canUseTool = (requestId: string, request: Control.CanUseTool) =>
       SubscriptionRef.update(state, (s) => ({ ...s, pendingPermissions: [...s.pendingPermissions, pendingOf(requestId, request)] })).pipe(
         Effect.zipRight(decide(requestId, request)),
@@ -162,12 +169,6 @@ export const make = (options: {
           Effect.map((output): Json.JsonObject => ({ ...output }))
         )
       })
-
-    const elicit = (request: Control.Elicitation) =>
-      Option.match(services.elicitation, {
-        onNone: () => Effect.succeed<Control.ElicitationResult>({ action: "decline" }),
-        onSome: (service) => service.elicit(request)
-      }).pipe(Effect.map((result): Json.JsonObject => ({ ...result })))
 
     const refuse = (requestId: string, subtype: string) =>
       write(ControlMessages.error(requestId, unsupported(subtype))).pipe(Effect.ignore)
@@ -205,7 +206,7 @@ export const make = (options: {
         case "hook_callback":
           return run(requestId, request, hookCallback(request))
         case "elicitation":
-          return run(requestId, request, elicit(request))
+          return run(requestId, request, elicit(services, request))
         case "mcp_message":
           return mcpMessage(requestId, request)
         case "request_user_dialog":
