@@ -80,6 +80,29 @@ describe("EventLog", () => {
       expect(Chunk.toReadonlyArray(tail).map((r) => r.message.n)).toEqual([total - 3, total - 2, total - 1])
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scopedLive("a batch appended at once reaches a follower in whole chunks, not a record per step", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const log = yield* EventLog.open({ dir, schema: Message })
+      yield* log.appendAll(range(0, 50).map(msg))
+      const sizes: Array<number> = []
+      const follower = yield* Effect.fork(
+        log.follow(1).pipe(
+          Stream.mapChunks((chunk) => {
+            sizes.push(chunk.length)
+            return chunk
+          }),
+          Stream.take(150),
+          Stream.runCollect
+        )
+      )
+      yield* Effect.sleep("50 millis")
+      yield* log.appendAll(range(50, 150).map(msg))
+      expect(seqs(yield* Fiber.join(follower))).toEqual(range(1, 151))
+      // 150 records: from disk, then the live batch, each in far fewer steps than records.
+      expect(sizes.length).toBeLessThan(10)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scopedLive("retention by size deletes the oldest closed segments; seq and reads carry on", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem

@@ -3,7 +3,7 @@
  * append as it is published, with no gap and no duplicate. A follower whose
  * buffer slid past records it had not taken refills them from disk.
  */
-import { Effect, PubSub, Stream } from "effect"
+import { Chunk, Effect, PubSub, Stream } from "effect"
 import type { Record } from "../EventLog.js"
 import type { EventLogError } from "./eventLogError.js"
 
@@ -25,23 +25,38 @@ export const follow = <A>(options: {
       Effect.map(PubSub.subscribe(options.pubsub), (subscription) => ({ subscription, end: options.nextSeq() }))
     )
     let last = options.from - 1
+    // Whole chunks, not a record per step: a chunk is what a follower reads per wake-up.
     const emit = (stream: Stream.Stream<Record<A>, EventLogError>) =>
-      stream.pipe(
-        Stream.filter((record) => record.seq > last),
-        Stream.tap((record) =>
-          Effect.sync(() => {
-            last = record.seq
-          })
-        )
-      )
+      Stream.mapChunks(stream, (chunk) => {
+        const fresh: Array<Record<A>> = []
+        for (const record of chunk) {
+          if (record.seq <= last) continue
+          fresh.push(record)
+          last = record.seq
+        }
+        return Chunk.unsafeFromArray(fresh)
+      })
+    // A batch is dequeued at once: its records that follow on go out together, and
+    // at a gap (the subscription slid past records) the missing range is read from disk.
     const live = Stream.fromQueue(subscription).pipe(
-      // `last` is read when the record's turn comes, not when it is dequeued: a batch is
-      // dequeued at once, and its records must not each look like a gap to refill from disk.
-      Stream.flatMap((record) =>
+      Stream.chunks,
+      Stream.flatMap((batch) =>
         Stream.suspend(() => {
-          if (record.seq <= last) return Stream.empty
-          if (record.seq === last + 1) return emit(Stream.make(record))
-          return emit(Stream.concat(options.read(last + 1, record.seq), Stream.make(record)))
+          const parts: Array<Stream.Stream<Record<A>, EventLogError>> = []
+          let run: Array<Record<A>> = []
+          let at = last
+          for (const record of batch) {
+            if (record.seq <= at) continue
+            if (record.seq !== at + 1) {
+              if (run.length > 0) parts.push(Stream.fromIterable(run))
+              run = []
+              parts.push(options.read(at + 1, record.seq))
+            }
+            run.push(record)
+            at = record.seq
+          }
+          if (run.length > 0) parts.push(Stream.fromIterable(run))
+          return emit(Stream.concatAll(Chunk.unsafeFromArray(parts)))
         }), { concurrency: 1 })
     )
     return Stream.concat(emit(options.read(options.from, end)), live)
