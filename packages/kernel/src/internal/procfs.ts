@@ -56,7 +56,9 @@ export const parseStat = (text: string): Option.Option<ProcStat> => {
 export const readStat = (pid: number): Option.Option<ProcStat> =>
   Option.flatMap(readText(`/proc/${pid}/stat`), parseStat)
 
-export const hasProc = (): boolean => NodeFs.existsSync("/proc/self/stat")
+let procPresent: boolean | undefined
+/** Whether this system has /proc; asked once (it does not come and go). */
+export const hasProc = (): boolean => (procPresent ??= NodeFs.existsSync("/proc/self/stat"))
 
 /** The source to use on this system. */
 export const defaultSource = (): IdentitySource => hasProc() ? "proc" : "ps"
