@@ -49,7 +49,7 @@ const expectedText = (pairs: number) => Array.from({ length: pairs }, (_, i) => 
  * closes it). One pending frame at most: the feed stops at the first event that
  * does not merge, so the client is behind the whole batch when it resumes.
  */
-const lagged = (canonicalOnly: boolean, pairs: number, maxLag: number) =>
+const lagged = (canonicalOnly: boolean, pairs: number, maxLag: number, maxEvents = 1) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const dir = yield* fs.makeTempDirectoryScoped({ prefix: "skein-sse-" })
@@ -63,7 +63,7 @@ const lagged = (canonicalOnly: boolean, pairs: number, maxLag: number) =>
       canonicalOnly,
       heartbeat: "1 hour",
       maxLag,
-      buffer: { maxEvents: 1 }
+      buffer: { maxEvents }
     })
     const want = expectedText(pairs)
     let text = ""
@@ -100,5 +100,13 @@ describe("Sse.stream", () => {
       expect(resync?.properties["reason"]).toBe("slow client")
       expect(Number(resync?.properties["behind"])).toBeGreaterThan(100)
       expect(deltaText(frames)).not.toBe(expectedText(75))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a client whose buffer never fills is not cut off, however far the feed trails the log", () =>
+    Effect.gen(function*() {
+      // 300 records arrive in one batch, far past maxLag 10; the buffer takes them all.
+      const frames = yield* lagged(false, 150, 10, 2048)
+      expect(frames.some((f) => f.type === "server.resync")).toBe(false)
+      expect(deltaText(frames)).toBe(expectedText(150))
     }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -10,8 +10,10 @@
  * Between the log and the socket sits the client's bounded buffer
  * (`subscriberBuffer`): deltas of one part merge while the client is behind,
  * and the follower waits (reading the rest from disk later) while the buffer
- * is full. A live client more than `maxLag` events behind the log (counting
- * only the events it gets) is sent `server.resync` and closed; one whose socket takes nothing for
+ * is full. A client whose full buffer makes room only once it is more than
+ * `maxLag` live events behind (counting only the events it gets) is sent
+ * `server.resync` and closed; a client that keeps reading is never cut off
+ * for the feed being slower than the log. One whose socket takes nothing for
  * `maxStalls` heartbeats is dead and its socket is destroyed. A socket whose
  * write fails closes the response, which interrupts all of this.
  */
@@ -168,31 +170,25 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     const gets = (record: Record) =>
       (global || record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
-    // One chunk of the log in one step: its entries up to the first too far behind, offered at
-    // once. `true` to go on; `false` once full (`resumeAt` set), resynced or closed.
+    // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
+    // (`resumeAt` set) or closed.
     const step = (records: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
-      Effect.flatMap(events.published(filter), (now) => {
+      Effect.suspend(() => {
         const entries: Array<SubscriberBuffer.Entry> = []
         // After each entry: what `received` and `countedThrough` become once it is in.
         const marks: Array<number> = []
         let counted = received
         let through = countedThrough
-        let behind: number | undefined
         for (const record of records) {
           if (!gets(record)) {
             entries.push({ _tag: "Skip", seq: record.seq })
             marks.push(counted)
             continue
           }
+          // Only live events count (replay reads the disk at the client's pace), each once.
           if (record.seq > through) {
             through = record.seq
             counted++
-          }
-          // Replay reads the disk at the client's pace; only a live client can fall behind.
-          const lag = record.seq < next ? 0 : now.count - start.count - counted
-          if (lag > options.maxLag) {
-            behind = lag
-            break
           }
           entries.push(itemOf(global, record))
           marks.push(counted)
@@ -203,11 +199,21 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
             countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
           }
           if (outcome === "full") resumeAt = entries[accepted]!.seq
-          if (outcome !== "accepted") return Effect.succeed(false)
-          if (behind === undefined) return Effect.succeed(true)
-          const lag = behind
-          return Effect.as(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind: lag }, cursor)), false)
+          return Effect.succeed(outcome === "accepted")
         })
+      })
+    /**
+     * Behind is the client's doing only while its buffer is full: a feed that
+     * is merely slower than the log (a delta storm) reads on from disk at no
+     * cost. So the lag (live events it gets, not yet offered) is judged when
+     * a full buffer makes room again.
+     */
+    const resumeOrResync = (at: number): Effect.Effect<void> =>
+      Effect.flatMap(events.published(filter), (now) => {
+        const lag = now.count - start.count - received
+        return lag > options.maxLag
+          ? Effect.asVoid(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind: lag }, cursor)))
+          : feed(at)
       })
     // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
     // client holds no subscription) and follows again from the same event once there is room.
@@ -221,7 +227,10 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
           Stream.mapEffect(step),
           Stream.takeWhile((more) => more),
           Stream.runDrain,
-          Effect.zipRight(Effect.suspend(() => resumeAt === undefined ? Effect.void : Effect.zipRight(buffer.awaitRoom, feed(resumeAt))))
+          Effect.zipRight(Effect.suspend(() => {
+            const at = resumeAt
+            return at === undefined ? Effect.void : Effect.zipRight(buffer.awaitRoom, resumeOrResync(at))
+          }))
         )
       })
     const heartbeat = Effect.flatMap(buffer.tick, (state) =>
