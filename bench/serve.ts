@@ -55,7 +55,7 @@ import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { ProcessHost } from "@skein/kernel"
 import { Serve, ServerEvents } from "@skein/serve"
-import { ClaudeCli, FakeModel } from "@skein/testkit"
+import { ClaudeCli, FakeModel, Opencode } from "@skein/testkit"
 import type { Scope } from "effect"
 import { Context, Effect, Fiber, Layer, Stream } from "effect"
 import * as ChildProcess from "node:child_process"
@@ -70,7 +70,6 @@ const deltas = Number(process.argv[2] ?? 100_000)
 const prompt = "Write the long reply"
 /** `w0 w1 w2 …`: FakeModel streams two words per delta, so 2N words make N deltas. */
 const replyText = Array.from({ length: deltas * 2 }, (_, i) => `w${i} `).join("")
-const opencodeBin = Path.resolve(import.meta.dirname, "../node_modules/.bin/opencode")
 const tsxBin = Path.resolve(import.meta.dirname, "../node_modules/.bin/tsx")
 const serveEntry = Path.resolve(import.meta.dirname, "../examples/serve.ts")
 
@@ -484,29 +483,9 @@ const skeinProcess = (model: FakeModel.FakeModel["Type"]) =>
 const opencode = (model: FakeModel.FakeModel["Type"]) =>
   Effect.gen(function*() {
     const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-opencode-")
-    const home = Path.join(dirs.root, "opencode-home")
-    Fs.mkdirSync(home, { recursive: true })
-    Fs.writeFileSync(
-      Path.join(dirs.cwd, "opencode.json"),
-      JSON.stringify({
-        provider: { anthropic: { options: { baseURL: `${model.url}/v1`, apiKey: "sk-fake" } } },
-        model: "anthropic/claude-sonnet-4-5",
-        autoupdate: false,
-        share: "disabled"
-      })
-    )
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: home,
-      XDG_CONFIG_HOME: Path.join(home, ".config"),
-      XDG_DATA_HOME: Path.join(home, ".local", "share"),
-      XDG_CACHE_HOME: Path.join(home, ".cache"),
-      XDG_STATE_HOME: Path.join(home, ".local", "state"),
-      OPENCODE_DISABLE_AUTOUPDATE: "1",
-      OPENCODE_DISABLE_MODELS_FETCH: "1"
-    }
+    const { env } = Opencode.offline({ root: dirs.root, cwd: dirs.cwd, modelUrl: model.url })
     const port = yield* freePort()
-    const child = yield* spawnServer(opencodeBin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: dirs.cwd, env, root: dirs.root })
+    const child = yield* spawnServer(Opencode.binary, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: dirs.cwd, env, root: dirs.root })
     const base = `http://127.0.0.1:${port}`
     return yield* Effect.promise(async () => {
       await listening(child, "opencode serve")

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { FakeModel } from "@skein/testkit"
+import { FakeModel, Opencode } from "@skein/testkit"
 import { Effect } from "effect"
 import * as Harness from "./harness.js"
-import * as Opencode from "./opencode.js"
 
 describe("opencode run --attach against skein serve (real CLI, FakeModel)", () => {
   it.scopedLive("completes a turn and prints the model's text on the first run", () =>

@@ -4,11 +4,10 @@
  * real CLI from FakeModel, on the screen.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { FakeModel } from "@skein/testkit"
+import { FakeModel, Opencode } from "@skein/testkit"
 import { Effect } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Harness from "./harness.js"
-import * as Opencode from "./opencode.js"
 
 const tmux = (socket: string, args: ReadonlyArray<string>) => ChildProcess.execFileSync("tmux", ["-L", socket, ...args], { encoding: "utf8" })
 

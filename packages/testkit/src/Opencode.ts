@@ -9,6 +9,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 
+/** The workspace's `opencode` (npm `opencode-ai`, a dev dependency), from `src/` or `dist/` alike. */
 export const binary = Path.resolve(import.meta.dirname, "../../../node_modules/.bin/opencode")
 
 export interface Env {
