@@ -96,6 +96,55 @@ describe("Ndjson.frames", () => {
     )
   })
 
+  it("decodes each line as a line-at-a-time reference does, on arbitrary bytes and limits", () => {
+    // The reference decodes each line alone, as the framer did before it
+    // decoded whole runs of lines at once.
+    const reference = (bytes: Uint8Array, maxLineBytes: number): Array<Ndjson.Frame> => {
+      const out: Array<Ndjson.Frame> = []
+      let line = 0
+      let from = 0
+      while (from < bytes.length) {
+        const nl = bytes.indexOf(0x0a, from)
+        const to = nl === -1 ? bytes.length : nl
+        line++
+        if (to - from > maxLineBytes) {
+          out.push({ _tag: "Oversized", line, bytes: to - from, limit: maxLineBytes })
+        } else {
+          const end = to > from && bytes[to - 1] === 0x0d ? to - 1 : to
+          const text = new TextDecoder().decode(bytes.subarray(from, end))
+          if (end > from && text.replace(/[ \t\r\v\f\uFEFF]/g, "").length > 0) out.push({ _tag: "Line", line, text })
+        }
+        from = to + 1
+      }
+      return out
+    }
+    const piece = FastCheck.oneof(
+      FastCheck.uint8Array({ maxLength: 12 }),
+      FastCheck.constantFrom(
+        Uint8Array.of(0x0a),
+        Uint8Array.of(0x0d, 0x0a),
+        Uint8Array.of(0xef, 0xbb, 0xbf),
+        Uint8Array.of(0xf0, 0x9f),
+        Uint8Array.of(0xe6, 0x97, 0xa5),
+        encoder.encode(`{"a":"b"}`)
+      )
+    )
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.array(piece, { maxLength: 40 }),
+        FastCheck.array(FastCheck.nat(), { maxLength: 12 }),
+        FastCheck.integer({ min: 1, max: 80 }),
+        (pieces, cuts, maxLineBytes) => {
+          const bytes = new Uint8Array(pieces.flatMap((p) => [...p]))
+          const expected = reference(bytes, maxLineBytes)
+          expect(Ndjson.framesOf(bytes, { maxLineBytes })).toEqual(expected)
+          expect(Effect.runSync(frameChunks(splitAt(bytes, cuts), { maxLineBytes }))).toEqual(expected)
+        }
+      ),
+      { numRuns: 1000 }
+    )
+  })
+
   it.effect("pack writes one JSON value per line", () =>
     Effect.gen(function*() {
       const bytes = yield* Stream.make({ a: "x\ny" }, [1, 2]).pipe(Ndjson.pack, Stream.runCollect)
