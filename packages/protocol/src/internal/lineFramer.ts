@@ -6,13 +6,6 @@
  * once its line is complete. A line longer than `maxLineBytes` is never
  * buffered: the framer drops it, counts its bytes, and resyncs at the next
  * newline.
- *
- * The complete lines of a chunk are decoded to text in one call and split on
- * the string: one `TextDecoder` call per line cost about a third of the
- * framer's time on the CLI's stream of small lines. The text is the same as
- * decoding each line alone (a malformed sequence ends at the newline either
- * way), except the byte-order mark the decoder strips only at the start of its
- * input, which is stripped here at the start of each line as well.
  */
 import type * as Ndjson from "../Ndjson.js"
 
@@ -40,26 +33,10 @@ export class LineFramer {
 
   push(chunk: Uint8Array, out: Array<Ndjson.Frame>): void {
     let start = 0
-    // The line carried from earlier chunks ends at this chunk's first newline.
-    if (this.size > 0 || this.skipped >= 0) {
-      const first = chunk.indexOf(LF)
-      start = this.pushLines(chunk, 0, first === -1 ? chunk.length : first + 1, out)
-    }
-    const last = chunk.lastIndexOf(LF)
-    // A run of complete lines no longer than the limit holds no oversized line.
-    if (last >= start && last - start <= this.maxLineBytes) {
-      this.emitRun(chunk.subarray(start, last), out)
-      start = last + 1
-    }
-    this.pushLines(chunk, start, chunk.length, out)
-  }
-
-  /** Frame `chunk[start, end)` line by line; returns where it stopped. */
-  private pushLines(chunk: Uint8Array, start: number, end: number, out: Array<Ndjson.Frame>): number {
-    while (start < end) {
-      const found = chunk.indexOf(LF, start)
-      const nl = found >= end ? -1 : found
-      const piece = chunk.subarray(start, nl === -1 ? end : nl)
+    while (start < chunk.length) {
+      const nl = chunk.indexOf(LF, start)
+      const end = nl === -1 ? chunk.length : nl
+      const piece = chunk.subarray(start, end)
       if (this.skipped >= 0) {
         this.skipped += piece.length
       } else if (this.size + piece.length > this.maxLineBytes) {
@@ -76,30 +53,9 @@ export class LineFramer {
         this.parts.push(piece.slice())
         this.size += piece.length
       }
-      if (nl === -1) return end
+      if (nl === -1) return
       this.completeLine(out)
       start = nl + 1
-    }
-    return start
-  }
-
-  /** Emit every line of `run`, which holds whole lines without their last newline. */
-  private emitRun(run: Uint8Array, out: Array<Ndjson.Frame>): void {
-    const text = decoder.decode(run)
-    let from = 0
-    for (;;) {
-      const nl = text.indexOf("\n", from)
-      const to = nl === -1 ? text.length : nl
-      this.line++
-      let end = to
-      if (end > from && text.charCodeAt(end - 1) === 0x0d) end--
-      if (from < end && text.charCodeAt(from) === 0xfeff && from > 0) from++
-      if (end > from) {
-        const line = text.slice(from, end)
-        if (!isBlank(line)) out.push({ _tag: "Line", line: this.line, text: line })
-      }
-      if (nl === -1) return
-      from = nl + 1
     }
   }
 
