@@ -6,6 +6,10 @@
  *
  *   npx tsx bench/scale.ts              # 1,000 sessions, 50 busy, 5 s windows
  *   npx tsx bench/scale.ts 200 20 3     # 200 sessions, 20 busy, 3 s windows
+ *   npx tsx bench/scale.ts 1000 50 5 default   # on Effect's default scheduler
+ *
+ * Sessions run on kernel's SlicedScheduler, as under `Skein.layer` and the
+ * `skein` command; the fourth argument `default` runs them on Effect's own.
  *
  * For each contender (1 session, then N):
  * - **start**: from the first `Session.start` to every session's `initialize`
@@ -31,7 +35,7 @@
  * It also needs N + a few dozen processes under `ulimit -u`.
  */
 import { NodeContext } from "@effect/platform-node"
-import { ProcessHost } from "@skein/kernel"
+import { ProcessHost, SlicedScheduler } from "@skein/kernel"
 import { Session } from "@skein/session"
 import { StandInCli } from "@skein/testkit"
 import { Duration, Effect, Exit, Fiber, Layer, Logger, Scope } from "effect"
@@ -45,6 +49,8 @@ import * as Vm from "node:vm"
 const count = Number(process.argv[2] ?? 1000)
 const busyCount = Math.min(count, Number(process.argv[3] ?? 50))
 const windowMillis = Number(process.argv[4] ?? 5) * 1000
+const scheduler = process.argv[5] ?? "sliced"
+if (scheduler !== "sliced" && scheduler !== "default") throw new Error(`scheduler: sliced or default, not ${scheduler}`)
 
 // --- descriptors --------------------------------------------------------------
 
@@ -293,7 +299,7 @@ const report = (one: Figures, many: Figures) => {
 
 const main = Effect.gen(function*() {
   console.log(
-    `scale: ${count} sessions over the stand-in CLI (${cli.command}), ${busyCount} busy, ${windowMillis / 1000} s windows; ulimit -n ${openFileLimits().soft}; ${Os.cpus().length} cpus, load ${
+    `scale: ${count} sessions over the stand-in CLI (${cli.command}), ${busyCount} busy, ${windowMillis / 1000} s windows, ${scheduler} scheduler; ulimit -n ${openFileLimits().soft}; ${Os.cpus().length} cpus, load ${
       Os.loadavg()[0]!.toFixed(1)
     }`
   )
@@ -303,7 +309,10 @@ const main = Effect.gen(function*() {
   const many = yield* contender(count, busyCount)
   report(one, many)
 }).pipe(
-  Effect.provide(ProcessHost.layerMemory().pipe(Layer.provide(NodeContext.layer), Layer.provide(Logger.remove(Logger.defaultLogger)))),
+  Effect.provide(Layer.mergeAll(
+    ProcessHost.layerMemory().pipe(Layer.provide(NodeContext.layer), Layer.provide(Logger.remove(Logger.defaultLogger))),
+    scheduler === "sliced" ? SlicedScheduler.layer() : Layer.empty
+  )),
   Effect.ensuring(Effect.sync(() => Fs.rmSync(root, { recursive: true, force: true })))
 )
 

@@ -7,7 +7,9 @@
  * - TaskManager (workers' task records and output);
  * - TranscriptLayout, TranscriptStore and SessionIndex over the CLIs' config root;
  * - serve's SessionRegistry, with its event log and permission broker;
- * - Node's FileSystem, Path, CommandExecutor and Terminal.
+ * - Node's FileSystem, Path, CommandExecutor and Terminal;
+ * - kernel's SlicedScheduler, so fifty busy sessions do not keep timers and
+ *   pipes waiting (turn it off with `scheduler: false`).
  *
  * Where things live:
  *
@@ -20,7 +22,7 @@
  * | the registry's event log | `<stateDir>/serve/events` |
  */
 import { NodeContext } from "@effect/platform-node"
-import { ProcessHost, ProcessJournal, TaskManager } from "@skein/kernel"
+import { ProcessHost, ProcessJournal, SlicedScheduler, TaskManager } from "@skein/kernel"
 import { PermissionBroker, ServerEvents, SessionRegistry } from "@skein/serve"
 import type { Session } from "@skein/session"
 import { EventLog, SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
@@ -40,6 +42,8 @@ export interface SkeinConfig {
   readonly permissionTimeout?: Duration.DurationInput | undefined
   /** The registry stops a session idle for this long (its transcript stays). Default 10 minutes. */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /** The scheduler the provided effect runs on: kernel's SlicedScheduler with these options (the default), or `false` for Effect's own. */
+  readonly scheduler?: SlicedScheduler.Options | false | undefined
 }
 
 /** Where this layer keeps things, resolved: read it to start sessions under the same config root. */
@@ -90,11 +94,13 @@ export const layer = (config: SkeinConfig): Layer.Layer<Services, LayerError> =>
     idleTimeout: config.idleTimeout,
     questionTimeout: config.permissionTimeout
   }).pipe(Layer.provideMerge(serving))
+  const scheduler = config.scheduler === false ? Layer.empty : SlicedScheduler.layer(config.scheduler)
   return Layer.mergeAll(
     registry,
     stores,
     TaskManager.layer({ root: where.stateDir }),
-    Layer.succeed(Skein, where)
+    Layer.succeed(Skein, where),
+    scheduler
   ).pipe(Layer.provideMerge(host), Layer.provideMerge(NodeContext.layer))
 }
 

@@ -9,7 +9,7 @@ import { SessionRegistry } from "@skein/serve"
 import { Permissions, Session, Worker } from "@skein/session"
 import { SessionIndex } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Effect, Fiber, FiberRef, Layer, Scheduler } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Skein from "../src/Skein.js"
@@ -101,6 +101,17 @@ describe("Skein.layer", () => {
         Effect.provide(Skein.layerConfig().pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))))
       )
       expect(where).toEqual(Skein.paths({ configDir: d.configDir, stateDir: Path.join(d.root, "state") }))
+      // The effect it is provided to runs on the sliced scheduler, unless told otherwise. Each is
+      // read in a fiber of its own: a merged layer's scoped FiberRef outlives its provide in the fiber
+      // that provided it.
+      const provided = Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))
+      const schedulerUnder = (layer: Layer.Layer<unknown, unknown>) =>
+        FiberRef.get(Scheduler.currentScheduler).pipe(Effect.provide(layer), Effect.fork, Effect.flatMap(Fiber.await), Effect.flatten)
+      const outside = yield* Effect.fork(FiberRef.get(Scheduler.currentScheduler)).pipe(Effect.flatMap(Fiber.await), Effect.flatten)
+      expect(yield* schedulerUnder(Skein.layerConfig({ scheduler: false }).pipe(provided))).toBe(outside)
+      const sliced = yield* schedulerUnder(Skein.layerConfig().pipe(provided))
+      expect(sliced).not.toBe(outside)
+      expect(sliced.constructor.name).toBe("SlicedScheduler")
       // The task store opened its folder under the state root.
       expect(Fs.existsSync(Path.join(where.stateDir, "tasks"))).toBe(true)
     }))
