@@ -112,7 +112,7 @@ describe("SlicedScheduler", () => {
     Effect.gen(function*() {
       const scheduler = SlicedScheduler.make()
       const seen = yield* Effect.gen(function*() {
-        const current = FiberRef.get(Scheduler.currentScheduler)
+        const current = FiberRef.get(FiberRef.currentScheduler)
         const own = yield* current
         const forked = yield* Effect.fork(current).pipe(Effect.flatMap(Fiber.join))
         return [own, forked]

@@ -9,7 +9,7 @@ import { SessionRegistry } from "@skein/serve"
 import { Permissions, Session, Worker } from "@skein/session"
 import { SessionIndex } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { ConfigProvider, Effect, Fiber, FiberRef, Layer, Scheduler } from "effect"
+import { ConfigProvider, Effect, Fiber, FiberRef, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Skein from "../src/Skein.js"
@@ -105,9 +105,9 @@ describe("Skein.layer", () => {
       // read in a fiber of its own: a merged layer's scoped FiberRef outlives its provide in the fiber
       // that provided it.
       const provided = Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(env)))
-      const schedulerUnder = (layer: Layer.Layer<unknown, unknown>) =>
-        FiberRef.get(Scheduler.currentScheduler).pipe(Effect.provide(layer), Effect.fork, Effect.flatMap(Fiber.await), Effect.flatten)
-      const outside = yield* Effect.fork(FiberRef.get(Scheduler.currentScheduler)).pipe(Effect.flatMap(Fiber.await), Effect.flatten)
+      const schedulerUnder = <A, E>(layer: Layer.Layer<A, E>) =>
+        FiberRef.get(FiberRef.currentScheduler).pipe(Effect.provide(layer), Effect.fork, Effect.flatMap(Fiber.await), Effect.flatten)
+      const outside = yield* Effect.fork(FiberRef.get(FiberRef.currentScheduler)).pipe(Effect.flatMap(Fiber.await), Effect.flatten)
       expect(yield* schedulerUnder(Skein.layerConfig({ scheduler: false }).pipe(provided))).toBe(outside)
       const sliced = yield* schedulerUnder(Skein.layerConfig().pipe(provided))
       expect(sliced).not.toBe(outside)
