@@ -66,6 +66,23 @@ layer(NodeContext.layer)("EventLog units", (it) => {
       expect(decode(`{"seq":5,"at":1,"mess`)).toEqual(Option.none())
     }))
 
+  it.effect("a schema without transformations: messages are written as they are and read back through its guard", () =>
+    Effect.gen(function*() {
+      const Plain = Schema.Struct({ type: Schema.String, properties: Schema.Unknown })
+      const message = { type: "message.part.delta", properties: { delta: "hé", n: [1, { x: null }] } }
+      const { bytes, records } = yield* EventRecord.encodeBatch(Plain, "/log")([message], 1, 7)
+      expect(records).toEqual([{ seq: 1, at: 7, message }])
+      const line = new TextDecoder().decode(bytes).trimEnd()
+      expect(line).toBe(JSON.stringify({ seq: 1, at: 7, message }))
+      const decode = EventRecord.decodeRecord(Plain)
+      expect(decode(line)).toEqual(Option.some({ seq: 1, at: 7, message }))
+      // What the schema does not accept is skipped, as a transforming schema's failure is.
+      expect(decode(`{"seq":2,"at":7,"message":{"type":3,"properties":{}}}`)).toEqual(Option.none())
+      expect(decode(`{"seq":"2","at":7,"message":{"type":"a","properties":{}}}`)).toEqual(Option.none())
+      expect(decode(`{"seq":2,"at":7}`)).toEqual(Option.none())
+      expect(decode(`[1,2]`)).toEqual(Option.none())
+    }))
+
   it.scoped("the writer rotates when a write would overflow a segment that holds something", () =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
