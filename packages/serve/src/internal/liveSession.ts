@@ -9,6 +9,7 @@
  */
 import type { Canonical } from "@skein/protocol"
 import { Permissions, Session } from "@skein/session"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
@@ -91,8 +92,12 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       : viaBroker.canUseTool(request), { timeout: viaBroker.timeout ?? Permissions.defaultTimeout })
   const session = yield* Session.start(options.session).pipe(Effect.provideService(Permissions.Permissions, permissions))
   const subscription = yield* session.subscribe
+  // Whole chunks: one offer per read of the subscription, not one per event.
   yield* Stream.fromQueue(subscription).pipe(
-    Stream.runForEach((event) => Queue.offer(inbox, { _tag: "Event", event: { _tag: "Cli", event, receivedAt: Date.now() } })),
+    Stream.runForEachChunk((events) => {
+      const receivedAt = Date.now()
+      return Queue.offerAll(inbox, Chunk.map(events, (event): Item => ({ _tag: "Event", event: { _tag: "Cli", event, receivedAt } })))
+    }),
     Effect.forkScoped
   )
   const ended = yield* SubscriptionRef.make<Ended>({ count: 0, messages: [] })

@@ -1,6 +1,6 @@
 /**
  * The one reader of the CLI's stdout: decode, fold into the state, append to
- * the event log, publish, then hand the event on.
+ * the event log, publish, then hand the events on, a read of stdout at a time.
  *
  * It races the leader's exit: a descendant that inherited stdout can keep the
  * pipe open long after the CLI is gone, so once the leader exits, stdout is
@@ -9,7 +9,7 @@
 import type { ProcessHost } from "@skein/kernel"
 import type { Json } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
-import { Clock, type Duration, Effect, Fiber, PubSub, Stream, SubscriptionRef } from "effect"
+import { Chunk, Clock, type Duration, Effect, Fiber, PubSub, Stream, SubscriptionRef } from "effect"
 import * as SessionState from "../SessionState.js"
 import type { SessionEvent } from "../Turn.js"
 
@@ -27,26 +27,36 @@ export interface Options {
   readonly drainGrace: Duration.DurationInput
 }
 
-/** Folds, records and publishes one event, then dispatches it. */
-const onEvent = (options: Options) => (event: SessionEvent) =>
+/**
+ * Folds, records and publishes the events of one read of stdout, then
+ * dispatches each in order. A chunk at a time, not an event at a time: in a
+ * delta storm one read holds hundreds of lines, and the state update, the
+ * log append and the publish each cost the same for one event as for all of
+ * them. The state is folded over the whole chunk before its events are
+ * published, so a subscriber never sees an event the state does not reflect.
+ */
+const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
   Effect.gen(function*() {
+    if (Chunk.isEmpty(chunk)) return
     const now = yield* Clock.currentTimeMillis
-    yield* SubscriptionRef.update(options.state, (s) =>
-      event._tag === "Message" ? SessionState.apply(s, event.message, now) : { ...s, lastSeenAt: now })
+    yield* SubscriptionRef.update(options.state, (s) => Chunk.reduce(chunk, s, (state, event) => fold(state, event, now)))
     if (options.eventLog !== undefined) {
-      yield* options.eventLog.append(options.record(event)).pipe(
-        Effect.catchAll((error) => Effect.logWarning("Session: the event log refused an event", error))
+      yield* options.eventLog.appendAll(Chunk.toReadonlyArray(Chunk.map(chunk, options.record))).pipe(
+        Effect.catchAll((error) => Effect.logWarning("Session: the event log refused events", error))
       )
     }
-    yield* PubSub.publish(options.events, event)
-    yield* options.dispatch(event)
+    yield* PubSub.publishAll(options.events, chunk)
+    for (const event of chunk) yield* options.dispatch(event)
   })
+
+const fold = (state: SessionState.SessionState, event: SessionEvent, now: number): SessionState.SessionState =>
+  event._tag === "Message" ? SessionState.apply(state, event.message, now) : { ...state, lastSeenAt: now }
 
 /** Reads stdout until the CLI is gone; returns how it ended. */
 export const run = (options: Options): Effect.Effect<ProcessHost.ExitStatus> =>
   Effect.gen(function*() {
     const reading = yield* options.stdout.pipe(
-      Stream.runForEach(onEvent(options)),
+      Stream.runForEachChunk(onChunk(options)),
       Effect.fork
     )
     const status = yield* options.child.await
