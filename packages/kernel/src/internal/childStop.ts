@@ -40,32 +40,56 @@ export const killGroup = (pid: number) => (signal: NodeJS.Signals): Effect.Effec
       : Effect.logWarning(`ProcessHost: ${signal} to group ${pid} failed: ${failure}`)
   })
 
-export const makeStop = (options: {
+export interface StopOptions {
   readonly pid: number
   readonly exited: Deferred.Deferred<ProcessHost.ExitStatus>
   readonly closeStdin: Effect.Effect<void>
   readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
   readonly timeouts: Timeouts
-}): Effect.Effect<ProcessHost.ExitStatus> => {
+}
+
+/** Waits up to `grace` for the exit; a zero grace only looks. */
+const waitFor = (
+  exited: Deferred.Deferred<ProcessHost.ExitStatus>,
+  grace: Duration.Duration
+): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
+  Duration.isZero(grace)
+    ? Effect.flatMap(Deferred.isDone(exited), (done) => done ? Effect.asSome(Deferred.await(exited)) : Effect.succeedNone)
+    // Interruptible: the stop also runs inside the (uninterruptible) scope
+    // finalizer, where the timeout could not otherwise cut the wait short.
+    : Effect.timeoutOption(Effect.interruptible(Deferred.await(exited)), grace)
+
+/**
+ * The escalation, up to the SIGKILL; `afterKill` is the wait that follows
+ * it. It runs on the caller's fiber: a scope close that ends many children
+ * signals each one as soon as its finalizer runs, not after a fork per child
+ * has waited its turn behind the other finalizers.
+ */
+const escalate = <A>(
+  options: StopOptions,
+  early: (status: ProcessHost.ExitStatus) => A,
+  afterKill: Effect.Effect<A>
+): Effect.Effect<A> => {
   const { exited, kill, timeouts } = options
-  const awaitExit = Deferred.await(exited)
-  // Interruptible: the stop also runs inside the (uninterruptible) scope
-  // finalizer, where a timeout could not otherwise cut the wait short.
-  const waitFor = (grace: Duration.Duration): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
-    Duration.isZero(grace)
-      ? Effect.flatMap(Deferred.isDone(exited), (done) => done ? Effect.asSome(awaitExit) : Effect.succeedNone)
-      : Effect.timeoutOption(Effect.interruptible(awaitExit), grace)
   return Effect.gen(function*() {
     yield* options.closeStdin
-    const afterStdin = yield* waitFor(timeouts.stdinGrace)
-    if (Option.isSome(afterStdin)) return afterStdin.value
+    const afterStdin = yield* waitFor(exited, timeouts.stdinGrace)
+    if (Option.isSome(afterStdin)) return early(afterStdin.value)
     yield* kill("SIGTERM")
-    const afterTerm = yield* waitFor(timeouts.termGrace)
-    if (Option.isSome(afterTerm)) return afterTerm.value
+    const afterTerm = yield* waitFor(exited, timeouts.termGrace)
+    if (Option.isSome(afterTerm)) return early(afterTerm.value)
     yield* kill("SIGKILL")
-    return yield* awaitExit
+    return yield* afterKill
   }).pipe(Effect.withSpan("ProcessHost.stop", { attributes: { pid: options.pid } }))
 }
+
+/** `ChildProcess.stop`: waits for the leader however long it takes after SIGKILL. */
+export const makeStop = (options: StopOptions): Effect.Effect<ProcessHost.ExitStatus> =>
+  escalate(options, (status) => status, Deferred.await(options.exited))
+
+/** The stop a release runs: none if the leader did not report its exit `killWait` after SIGKILL. */
+export const makeReleaseStop = (options: StopOptions): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
+  escalate(options, Option.some, waitFor(options.exited, killWait))
 
 export const release = (options: {
   readonly pid: number
@@ -73,19 +97,16 @@ export const release = (options: {
   /** The leader's identity when it started, if it could be read. */
   readonly identity: Option.Option<procfs.Identity>
   readonly node: NodeChild
-  readonly stop: Effect.Effect<ProcessHost.ExitStatus>
+  /** See `makeReleaseStop`. */
+  readonly stop: Effect.Effect<Option.Option<ProcessHost.ExitStatus>>
   readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
-  readonly timeouts: Timeouts
   readonly journal: ProcessJournal["Type"]
   /** Kills what carries a marker; batched across the children a scope close ends (see `Batcher`). */
   readonly killMarked: (marker: string) => Effect.Effect<ReadonlyArray<number>>
 }): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const { identity, kill, node, pid, timeouts } = options
-    const ended = yield* Effect.interruptible(options.stop).pipe(Effect.timeoutOption(Duration.sum(
-      Duration.sum(timeouts.stdinGrace, timeouts.termGrace),
-      killWait
-    )))
+    const { identity, kill, node, pid } = options
+    const ended = yield* options.stop
     if (Option.isNone(ended)) {
       yield* Effect.logWarning(`ProcessHost: process ${pid} did not exit after SIGKILL`)
     }

@@ -46,7 +46,8 @@ const acquire = (
 
     const kill = ChildStop.killGroup(pid)
     const { closeStdin, write } = ChildStdin.make(node, pid, pipes)
-    const stop = ChildStop.makeStop({ pid, exited: pipes.exited, closeStdin, kill, timeouts })
+    const stopOptions: ChildStop.StopOptions = { pid, exited: pipes.exited, closeStdin, kill, timeouts }
+    const stop = ChildStop.makeStop(stopOptions)
 
     const child: ProcessHost.ChildProcess = {
       pid,
@@ -72,7 +73,16 @@ const acquire = (
       stderrTail: Effect.sync(pipes.stderrTail)
     }
 
-    const release = ChildStop.release({ pid, marker, identity, node, stop, kill, timeouts, journal, killMarked })
+    const release = ChildStop.release({
+      pid,
+      marker,
+      identity,
+      node,
+      stop: ChildStop.makeReleaseStop(stopOptions),
+      kill,
+      journal,
+      killMarked
+    })
     return { child, release }
   })
 
