@@ -31,17 +31,27 @@ export const makeRuntimeId = (): string => `${process.pid.toString(36)}-${NodeCr
 export const chain = (inherited: string | undefined, marker: string): string =>
   inherited === undefined || inherited === "" ? marker : `${inherited}${separator}${marker}`
 
-/** The markers of `wanted` that a NUL-separated environment block carries. */
-const carried = (environ: string, wanted: ReadonlySet<string>): ReadonlyArray<string> => {
-  const prefix = `${variable}=`
-  for (const entry of environ.split("\0")) {
-    if (entry.startsWith(prefix)) return entry.slice(prefix.length).split(separator).filter((m) => wanted.has(m))
-  }
-  return []
+const prefix = Buffer.from(`${variable}=`, "latin1")
+
+/**
+ * The markers of `wanted` that a NUL-separated environment block carries.
+ * It looks for the variable in the bytes and decodes only its value: a sweep
+ * reads every process's environment, and almost none carries it.
+ */
+const carried = (environ: Buffer, wanted: ReadonlySet<string>): ReadonlyArray<string> => {
+  let at = environ.indexOf(prefix)
+  // Only at the start of an entry: `OTHER_SKEIN_PROCESS=` is not it.
+  while (at > 0 && environ[at - 1] !== 0) at = environ.indexOf(prefix, at + 1)
+  if (at < 0) return []
+  const start = at + prefix.length
+  const end = environ.indexOf(0, start)
+  // latin1: any byte sequence decodes, and markers are ASCII.
+  return environ.toString("latin1", start, end < 0 ? environ.length : end).split(separator).filter((m) => wanted.has(m))
 }
 
 /** Whether a NUL-separated environment block carries `marker`. */
-export const carries = (environ: string, marker: string): boolean => carried(environ, new Set([marker])).length > 0
+export const carries = (environ: string, marker: string): boolean =>
+  carried(Buffer.from(environ, "latin1"), new Set([marker])).length > 0
 
 /**
  * Live processes (zombies excluded) that carry any of `markers`, by marker;
@@ -55,9 +65,7 @@ export const scanAll = (markers: ReadonlySet<string>): Effect.Effect<ReadonlyMap
     const pids = (yield* procfs.listPids).filter((pid) => pid !== process.pid)
     yield* Effect.forEach(pids, (pid) =>
       Effect.gen(function*() {
-        const environ = yield* procfs.readEnviron(pid)
-        if (Option.isNone(environ)) return
-        const hits = carried(environ.value, markers)
+        const hits = Option.getOrElse(yield* procfs.readEnvironWith(pid, (environ) => carried(environ, markers)), () => [])
         if (hits.length === 0 || !(yield* procfs.isLiveAsync(pid))) return
         for (const marker of hits) found.set(marker, [...(found.get(marker) ?? []), pid])
       }), { concurrency: procfs.sweepConcurrency, discard: true })

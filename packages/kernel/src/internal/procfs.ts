@@ -63,12 +63,49 @@ export const hasProc = (): boolean => (procPresent ??= NodeFs.existsSync("/proc/
 /** The source to use on this system. */
 export const defaultSource = (): IdentitySource => hasProc() ? "proc" : "ps"
 
-// The callback API: `fs.promises` builds a FileHandle per read, which costs
-// more on the event loop than the read itself for a /proc file.
-const readTextAsync = (file: string, encoding: BufferEncoding = "utf8"): Effect.Effect<Option.Option<string>> =>
-  Effect.async<Option.Option<string>>((resume) => {
-    NodeFs.readFile(file, encoding, (error, text) => resume(Effect.succeed(error ? Option.none() : Option.some(text))))
+/** How much one read of a /proc file asks for; a file that fills it is read on. */
+const readChunk = 16 * 1024
+
+/** Read buffers returned by finished reads, so that a sweep does not allocate one per file. */
+const spareBuffers: Array<Buffer> = []
+
+/**
+ * Reads a /proc file whole and hands its bytes to `use`, whose result must
+ * not keep them (the buffer is reused). Open, read, close, on the callback
+ * API: `readFile` would also fstat the file and, since /proc reports size 0,
+ * read once more to find the end, in a fresh 64 KiB buffer, and a sweep pays
+ * that for every process. A short read is the end: the kernel produces
+ * these files whole, up to the size asked (`environ` page by page).
+ */
+export const readProcFile = <A>(file: string, use: (bytes: Buffer) => A): Effect.Effect<Option.Option<A>> =>
+  Effect.async<Option.Option<A>>((resume) => {
+    NodeFs.open(file, "r", (error, fd) => {
+      if (error) return resume(Effect.succeedNone)
+      let buffer = spareBuffers.pop() ?? Buffer.allocUnsafe(readChunk)
+      let length = 0
+      const finish = (read: boolean) => {
+        NodeFs.close(fd, () => {})
+        const result = read ? Option.some(use(buffer.subarray(0, length))) : Option.none()
+        if (buffer.length === readChunk && spareBuffers.length < sweepConcurrency) spareBuffers.push(buffer)
+        resume(Effect.succeed(result))
+      }
+      const readOn = (): void =>
+        NodeFs.read(fd, buffer, length, buffer.length - length, null, (error, bytesRead) => {
+          if (error) return finish(false)
+          length += bytesRead
+          if (length < buffer.length) return finish(true)
+          const larger = Buffer.allocUnsafe(buffer.length * 2)
+          buffer.copy(larger, 0, 0, length)
+          if (buffer.length === readChunk && spareBuffers.length < sweepConcurrency) spareBuffers.push(buffer)
+          buffer = larger
+          readOn()
+        })
+      readOn()
+    })
   })
+
+const readTextAsync = (file: string, encoding: BufferEncoding = "utf8"): Effect.Effect<Option.Option<string>> =>
+  readProcFile(file, (bytes) => bytes.toString(encoding))
 
 /** The numeric entries of /proc: every process, this one included. */
 export const listPids: Effect.Effect<ReadonlyArray<number>> = Effect.async((resume) => {
@@ -76,10 +113,12 @@ export const listPids: Effect.Effect<ReadonlyArray<number>> = Effect.async((resu
     resume(Effect.succeed(error ? [] : names.filter((name) => /^\d+$/.test(name)).map(Number))))
 })
 
-/** `/proc/<pid>/environ` (NUL-separated), read without blocking; none when gone or not ours. */
-export const readEnviron = (pid: number): Effect.Effect<Option.Option<string>> =>
-  // latin1: any byte sequence reads, and markers are ASCII.
-  readTextAsync(`/proc/${pid}/environ`, "latin1")
+/**
+ * `use` of `/proc/<pid>/environ` (NUL-separated), read without blocking;
+ * none when gone or not ours. `use` must not keep the bytes.
+ */
+export const readEnvironWith = <A>(pid: number, use: (environ: Buffer) => A): Effect.Effect<Option.Option<A>> =>
+  readProcFile(`/proc/${pid}/environ`, use)
 
 export const readStatAsync = (pid: number): Effect.Effect<Option.Option<ProcStat>> =>
   Effect.map(readTextAsync(`/proc/${pid}/stat`), Option.flatMap(parseStat))
