@@ -5,6 +5,7 @@
  * corrupts a UTF-8 character split across two chunks; this framer works on
  * bytes and is safe for any chunking.
  */
+import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
 import { dual } from "effect/Function"
 import * as Predicate from "effect/Predicate"
@@ -50,7 +51,10 @@ export const frames: {
 
 /**
  * Frame a byte stream and map each frame in the same pass, which saves a
- * stream stage per line on the decode hot path.
+ * stream stage per line on the decode hot path. One channel reads the input
+ * and, at its end, flushes a last line without a newline: a `concat` for the
+ * flush ran two more channel executors for the life of every session's
+ * stdout.
  */
 export const mapFrames = <A, E, R>(
   self: Stream.Stream<Uint8Array, E, R>,
@@ -65,16 +69,18 @@ export const mapFrames = <A, E, R>(
       frames.length = 0
       return Chunk.unsafeFromArray(out)
     }
-    return self.pipe(
-      Stream.mapChunks((chunks) => {
+    const loop: Channel.Channel<Chunk.Chunk<A>, Chunk.Chunk<Uint8Array>, E, E, unknown, unknown> = Channel.readWithCause({
+      onInput: (chunks: Chunk.Chunk<Uint8Array>) => {
         for (const chunk of chunks) framer.push(chunk, frames)
-        return drain()
-      }),
-      Stream.concat(Stream.suspend(() => {
+        return frames.length === 0 ? loop : Channel.zipRight(Channel.write(drain()), loop)
+      },
+      onFailure: Channel.failCause,
+      onDone: () => {
         framer.end(frames)
-        return Stream.fromChunk(drain())
-      }))
-    )
+        return frames.length === 0 ? Channel.void : Channel.write(drain())
+      }
+    })
+    return Stream.pipeThroughChannel(self, loop)
   })
 
 /**

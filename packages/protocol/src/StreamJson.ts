@@ -27,6 +27,10 @@ export const decodeStdout = <E, R>(
   options?: Ndjson.FrameOptions
 ): Stream.Stream<Lenient.Decoded<CliMessage.CliMessage>, E, R> => Lenient.decodeStream(self, CliMessage.decoder, options)
 
+/** Decode the CLI's stdout a read at a time, for a reader that pulls the bytes itself. */
+export const stdoutDecoder = (options?: Ndjson.FrameOptions): Lenient.Incremental<CliMessage.CliMessage> =>
+  Lenient.incremental(CliMessage.decoder, options)
+
 /** Decode what a host wrote to stdin (captures, proxies, FakeCli). */
 export const decodeStdin = <E, R>(
   self: Stream.Stream<Uint8Array, E, R>,
