@@ -9,7 +9,7 @@
  * first in `stdout`, so the session sees and records the same lines either way.
  */
 import { ProcessHost } from "@skein/kernel"
-import { type CliMessage, Control, HostMessage, type Json, type Lenient, StreamJson } from "@skein/protocol"
+import { type CliMessage, Control, HostMessage, type Json, type Lenient } from "@skein/protocol"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { SessionOptions } from "../Session.js"
 import { CliExited, ControlError, SpawnFailed } from "../SessionError.js"
@@ -17,6 +17,7 @@ import * as Tool from "../Tool.js"
 import * as Args from "./args.js"
 import type * as CliRequests from "./cliRequests.js"
 import * as Executable from "./executable.js"
+import * as StdoutPull from "./stdoutPull.js"
 
 type Decoded = Lenient.Decoded<CliMessage.CliMessage>
 
@@ -29,7 +30,7 @@ export type LaunchOptions = Pick<
 export interface Launched {
   readonly child: ProcessHost.ChildProcess
   /** stdout, decoded, from its first line. Read it once. */
-  readonly stdout: Stream.Stream<Decoded>
+  readonly stdout: StdoutPull.Pull<Decoded>
   /** The answer to `initialize`, when the launcher sent it. */
   readonly initialized: Option.Option<Effect.Effect<Json.JsonObject | undefined, ControlError>>
 }
@@ -76,12 +77,15 @@ export const spawn = (options: LaunchOptions) =>
     }).pipe(Effect.mapError((e) => new SpawnFailed({ command: e.command, reason: e.reason })))
   })
 
+/** stdout's bytes as a pull, decoded. */
+const decodedStdout = (child: ProcessHost.ChildProcess) =>
+  Effect.map(Stream.toPull(child.stdout), StdoutPull.decoded)
+
 export const cold = (options: LaunchOptions) =>
-  Effect.map(spawn(options), (child): Launched => ({
-    child,
-    stdout: StreamJson.decodeStdout(child.stdout),
-    initialized: Option.none()
-  }))
+  Effect.gen(function*() {
+    const child = yield* spawn(options)
+    return { child, stdout: yield* decodedStdout(child), initialized: Option.none() } satisfies Launched
+  })
 
 let counter = 0
 
@@ -96,7 +100,7 @@ const answerTo = (requestId: string) => (event: Decoded): event is Lenient.Messa
 export const warm = (options: LaunchOptions, initialize: Control.Initialize) =>
   Effect.gen(function*() {
     const child = yield* spawn(options)
-    const pull = yield* Stream.toPull(StreamJson.decodeStdout(child.stdout))
+    const pull = yield* decodedStdout(child)
     const requestId = `pool_${++counter}`
     const isAnswer = answerTo(requestId)
     // A write that finds stdin closed means the CLI is gone: the read below then ends and says how.
@@ -121,7 +125,7 @@ export const warm = (options: LaunchOptions, initialize: Control.Initialize) =>
       : Effect.fail(new ControlError({ subtype: "initialize", requestId, error: answer.response.error }))
     return {
       child,
-      stdout: Stream.concat(Stream.fromChunk(read), Stream.repeatEffectChunkOption(pull)),
+      stdout: StdoutPull.prefixed(read, pull),
       initialized: Option.some(initialized)
     } satisfies Launched
   })

@@ -9,14 +9,15 @@
 import type { ProcessHost } from "@skein/kernel"
 import type { Json } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
-import { Chunk, Clock, type Duration, Effect, Fiber, PubSub, Stream, SubscriptionRef } from "effect"
+import { Chunk, Clock, type Duration, Effect, Fiber, PubSub, SubscriptionRef } from "effect"
 import * as SessionState from "../SessionState.js"
 import type { SessionEvent } from "../Turn.js"
+import * as StdoutPull from "./stdoutPull.js"
 
 export interface Options {
   readonly child: ProcessHost.ChildProcess
   /** The child's stdout, decoded (see `launch`). */
-  readonly stdout: Stream.Stream<SessionEvent>
+  readonly stdout: StdoutPull.Pull<SessionEvent>
   readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
   readonly events: PubSub.PubSub<SessionEvent>
   readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
@@ -37,7 +38,6 @@ export interface Options {
  */
 const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
   Effect.gen(function*() {
-    if (Chunk.isEmpty(chunk)) return
     const now = yield* Clock.currentTimeMillis
     yield* SubscriptionRef.update(options.state, (s) => Chunk.reduce(chunk, s, (state, event) => fold(state, event, now)))
     if (options.eventLog !== undefined) {
@@ -55,10 +55,7 @@ const fold = (state: SessionState.SessionState, event: SessionEvent, now: number
 /** Reads stdout until the CLI is gone; returns how it ended. */
 export const run = (options: Options): Effect.Effect<ProcessHost.ExitStatus> =>
   Effect.gen(function*() {
-    const reading = yield* options.stdout.pipe(
-      Stream.runForEachChunk(onChunk(options)),
-      Effect.fork
-    )
+    const reading = yield* Effect.fork(StdoutPull.forEachChunk(options.stdout, onChunk(options)))
     const status = yield* options.child.await
     // What the CLI printed before it exited still counts, but a pipe held open by a descendant must not hold the session.
     yield* Fiber.await(reading).pipe(Effect.timeout(options.drainGrace), Effect.ignore)
