@@ -3,7 +3,7 @@
  * for escapees and the journal rewrite.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Ref, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Ref, Scope } from "effect"
 import * as Batcher from "../src/internal/batcher.js"
 import * as ProcessJournal from "../src/ProcessJournal.js"
 
@@ -46,6 +46,23 @@ describe("Batcher", () => {
       expect(Exit.isSuccess(yield* first.await)).toBe(true)
       expect(Exit.isSuccess(yield* later.await)).toBe(true)
       expect(yield* Ref.get(runs)).toEqual([[1], [2, 3, 4]])
+    }))
+
+  it.scoped("a batch waits for its gather: requests made meanwhile join it", () =>
+    Effect.gen(function*() {
+      const { run, runs } = yield* recording
+      const gathered = yield* Deferred.make<void>()
+      const batcher = yield* Batcher.make(run, { gather: Deferred.await(gathered) })
+      const settle = Effect.repeatN(Effect.yieldNow({ priority: 1 }), 5)
+      const first = yield* Effect.fork(batcher.submit(1))
+      yield* settle
+      const later = yield* Effect.forEach([2, 3], (n) => Effect.fork(batcher.submit(n)))
+      yield* settle
+      expect(yield* Ref.get(runs)).toEqual([])
+      yield* Deferred.succeed(gathered, undefined)
+      expect(yield* Fiber.join(first)).toBe(10)
+      expect(yield* Effect.forEach(later, Fiber.join)).toEqual([20, 30])
+      expect(yield* Ref.get(runs)).toEqual([[1, 2, 3]])
     }))
 
   it.effect("a defect in a run reaches every request of its batch", () =>

@@ -18,12 +18,21 @@ interface Pending<A, B> {
   readonly done: Deferred.Deferred<B>
 }
 
+export interface Options {
+  /**
+   * Runs once a batch has its first request, before the batch is closed:
+   * waits for the requests known to be on their way (see processHost.ts).
+   */
+  readonly gather?: Effect.Effect<void> | undefined
+}
+
 /**
  * `run` answers a batch in order. Once the scope closes, requests run one by
  * one in the caller's fiber, so a late release still finishes its work.
  */
 export const make = <A, B>(
-  run: (batch: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>>
+  run: (batch: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>>,
+  options?: Options
 ): Effect.Effect<Batcher<A, B>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Pending<A, B>>()
@@ -41,6 +50,7 @@ export const make = <A, B>(
       const first = yield* Queue.take(queue)
       // Let the fibers woken in the same tick join this batch.
       yield* Effect.yieldNow()
+      if (options?.gather !== undefined) yield* options.gather
       const rest = yield* Queue.takeAll(queue)
       yield* Effect.uninterruptible(serve([first, ...rest]))
     }).pipe(Effect.forever)

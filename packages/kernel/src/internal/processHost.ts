@@ -5,7 +5,7 @@
  * (`childStdin`), and stopping and release (`childStop`).
  */
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Deferred, Effect, Option, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Option, Stream } from "effect"
 import type * as ProcessHost from "../ProcessHost.js"
 import * as Errors from "../ProcessHost.js"
 import { ProcessJournal } from "../ProcessJournal.js"
@@ -17,14 +17,53 @@ import * as ChildStop from "./childStop.js"
 import * as Marker from "./marker.js"
 import * as procfs from "./procfs.js"
 
+type KillMarked = (marker: string) => Effect.Effect<ReadonlyArray<number>>
+
+/**
+ * How long a sweep waits for the other releases under way to ask for theirs.
+ * The children of one scope close exit within milliseconds of each other
+ * once signalled; a child still in its grace period holds the others up no
+ * longer than this.
+ */
+const gatherWait = Duration.millis(50)
+
+/**
+ * One /proc sweep for the children that end together. A release is under
+ * way from its start until it asks for its sweep; a sweep waits for those
+ * under way (up to `gatherWait`), so a scope close that ends many children
+ * sweeps once, and then rewrites the journal once.
+ */
+const makeSweeper = Effect.gen(function*() {
+  let underway = 0
+  const allAsked = yield* Effect.makeLatch(true)
+  const batcher = yield* Batcher.make(
+    (markers: ReadonlyArray<string>) =>
+      Effect.map(Marker.killAll(new Set(markers)), (killed) => markers.map((marker) => killed.get(marker) ?? [])),
+    // Real time, whatever clock the caller runs on: it waits on the kernel.
+    { gather: allAsked.await.pipe(Effect.timeout(gatherWait), Effect.ignore, Effect.withClock(Clock.make())) }
+  )
+  /** Runs a release as under way; the sweep it asks for is batched. */
+  const releasing = (release: (killMarked: KillMarked) => Effect.Effect<void>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      let asked = false
+      const ask = Effect.sync(() => {
+        if (asked) return
+        asked = true
+        if (--underway === 0) allAsked.unsafeOpen()
+      })
+      if (underway++ === 0) allAsked.unsafeClose()
+      return release((marker) => Effect.zipRight(ask, batcher.submit(marker))).pipe(Effect.ensuring(ask))
+    })
+  return { releasing }
+})
+
 /** Starts the child and builds its handle; `release` ends it. */
 const acquire = (
   journal: ProcessJournal["Type"],
   spawnOptions: ProcessHost.SpawnOptions,
   args: ReadonlyArray<string>,
   marker: string,
-  timeouts: ChildStop.Timeouts,
-  killMarked: (marker: string) => Effect.Effect<ReadonlyArray<number>>
+  timeouts: ChildStop.Timeouts
 ) =>
   Effect.gen(function*() {
     const pipes = yield* ChildPipes.make
@@ -73,16 +112,17 @@ const acquire = (
       stderrTail: Effect.sync(pipes.stderrTail)
     }
 
-    const release = ChildStop.release({
-      pid,
-      marker,
-      identity,
-      node,
-      stop: ChildStop.makeReleaseStop(stopOptions),
-      kill,
-      journal,
-      killMarked
-    })
+    const release = (killMarked: KillMarked) =>
+      ChildStop.release({
+        pid,
+        marker,
+        identity,
+        node,
+        stop: ChildStop.makeReleaseStop(stopOptions),
+        kill,
+        journal,
+        killMarked
+      })
     return { child, release }
   })
 
@@ -91,10 +131,7 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
   const runtimeId = Marker.makeRuntimeId()
   let spawned = 0
   if (options?.reap !== false) yield* journal.reap
-  // One /proc sweep for all the children that end together.
-  const sweeper = yield* Batcher.make((markers: ReadonlyArray<string>) =>
-    Effect.map(Marker.killAll(new Set(markers)), (killed) => markers.map((marker) => killed.get(marker) ?? []))
-  )
+  const sweeper = yield* makeSweeper
 
   const spawn = Effect.fn("ProcessHost.spawn")(function*(requested: ProcessHost.SpawnOptions) {
     // Inherited by all the child starts, setsid'd escapees included (see marker.ts).
@@ -108,8 +145,8 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
     yield* Effect.annotateCurrentSpan({ command: spawnOptions.command, label: spawnOptions.label ?? "" })
 
     const { child } = yield* Effect.acquireRelease(
-      acquire(journal, spawnOptions, args, marker, timeouts, sweeper.submit),
-      ({ release }) => release
+      acquire(journal, spawnOptions, args, marker, timeouts),
+      ({ release }) => sweeper.releasing(release)
     )
     return child
   })
