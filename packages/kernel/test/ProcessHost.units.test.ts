@@ -23,6 +23,16 @@ describe("ByteRing", () => {
     expect(ring.text()).toBe("6789")
   })
 
+  it("is empty, and holds no buffer, until the first bytes", () => {
+    const ring = new ByteRing(1 << 20)
+    expect(ring.text()).toBe("")
+    ring.push(new Uint8Array(0))
+    expect([...ring.bytes()]).toEqual([])
+    expect(Object.values(ring).some((v) => v instanceof Uint8Array)).toBe(false)
+    ring.push(encode("x"))
+    expect(ring.text()).toBe("x")
+  })
+
   it("drops a character the cut at the front split", () => {
     const ring = new ByteRing(4)
     // "é" is two bytes (c3 a9): the cut keeps only its second one.
