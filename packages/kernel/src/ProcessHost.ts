@@ -16,7 +16,7 @@
  */
 import type { FileSystem } from "@effect/platform/FileSystem"
 import type { Path } from "@effect/platform/Path"
-import type { Scope, Stream } from "effect"
+import type { Chunk, Option, Scope, Stream } from "effect"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import * as internal from "./internal/processHost.js"
 import * as procfs from "./internal/procfs.js"
@@ -140,6 +140,12 @@ export interface ChildProcess {
    * the child blocks. Consume it once.
    */
   readonly stdout: Stream.Stream<Uint8Array>
+  /**
+   * The same bytes as a pull: what the pipe holds now, waiting for some when
+   * it holds none; fails with `None` at the end. For a reader that lives as
+   * long as the child, it costs less than a stream. Use one of the two.
+   */
+  readonly pullStdout: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>>
   /**
    * Raw stderr bytes. stderr is read eagerly so that the tail stays current;
    * when nobody pulls, the oldest unread chunks are dropped. Consume it once.

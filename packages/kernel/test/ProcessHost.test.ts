@@ -53,6 +53,28 @@ describe("ProcessHost", () => {
       expect(exit).toEqual({ code: 0, signal: null, stderrTail: "aé€😀z" })
     }).pipe(Effect.provide(host)))
 
+  it.scopedLive("pullStdout returns stdout's bytes in order, read by read, then None at its end, also after the exit", () =>
+    Effect.gen(function*() {
+      const pullAll = (pull: ProcessHost.ChildProcess["pullStdout"]) =>
+        Effect.gen(function*() {
+          const reads: Array<Buffer> = []
+          for (;;) {
+            const next = yield* Effect.option(pull)
+            if (Option.isNone(next)) return reads
+            reads.push(Buffer.concat(Chunk.toArray(next.value)))
+          }
+        })
+      const slow = yield* ProcessHost.spawn({ command: "sh", args: ["-c", "printf 'a\\303'; sleep 0.2; printf '\\251b'; sleep 0.2; printf c"] })
+      const reads = yield* pullAll(slow.pullStdout)
+      expect(Buffer.concat(reads).toString("utf8")).toBe("aébc")
+      expect(reads.length).toBeGreaterThan(1)
+      // Once ended, it stays ended.
+      expect(Option.isNone(yield* Effect.option(slow.pullStdout))).toBe(true)
+      const done = yield* ProcessHost.spawn({ command: "sh", args: ["-c", "echo hello"] })
+      yield* done.await
+      expect(Buffer.concat(yield* pullAll(done.pullStdout)).toString("utf8")).toBe("hello\n")
+    }).pipe(Effect.provide(host)))
+
   it.scopedLive("stdout written before the exit can still be read after it", () =>
     Effect.gen(function*() {
       const child = yield* ProcessHost.spawn({ command: "sh", args: ["-c", "echo hello; echo bye >&2"] })

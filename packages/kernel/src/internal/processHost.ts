@@ -13,6 +13,7 @@ import * as Batcher from "./batcher.js"
 import * as ChildPipes from "./childPipes.js"
 import { start } from "./childStart.js"
 import * as ChildStdin from "./childStdin.js"
+import * as ChildStdout from "./childStdout.js"
 import * as ChildStop from "./childStop.js"
 import * as Marker from "./marker.js"
 import * as procfs from "./procfs.js"
@@ -102,6 +103,7 @@ const acquire = (
           Stream.execute(Effect.logWarning(`ProcessHost: stdout of ${pid} failed: ${error.message}`))
         )
       ),
+      pullStdout: ChildStdout.pull(node.stdout, (error) => Effect.logWarning(`ProcessHost: stdout of ${pid} failed: ${error.message}`)),
       stderr: pipes.stderr,
       write,
       closeStdin,

@@ -10,7 +10,7 @@
  */
 import { ProcessHost } from "@skein/kernel"
 import { type CliMessage, Control, HostMessage, type Json, type Lenient } from "@skein/protocol"
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, Option } from "effect"
 import type { SessionOptions } from "../Session.js"
 import { CliExited, ControlError, SpawnFailed } from "../SessionError.js"
 import * as Tool from "../Tool.js"
@@ -78,8 +78,7 @@ export const spawn = (options: LaunchOptions) =>
   })
 
 /** stdout's bytes as a pull, decoded. */
-const decodedStdout = (child: ProcessHost.ChildProcess) =>
-  Effect.map(Stream.toPull(child.stdout), StdoutPull.decoded)
+const decodedStdout = (child: ProcessHost.ChildProcess) => Effect.sync(() => StdoutPull.decoded(child.pullStdout))
 
 export const cold = (options: LaunchOptions) =>
   Effect.gen(function*() {

@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
-import { StreamJson } from "@skein/protocol"
 import { Effect, PubSub, Queue, SubscriptionRef } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Reader from "../../src/internal/reader.js"
+import * as StdoutPull from "../../src/internal/stdoutPull.js"
 import { eventRecord } from "../../src/Session.js"
 import * as SessionState from "../../src/SessionState.js"
 import type { SessionEvent } from "../../src/Turn.js"
@@ -28,7 +28,7 @@ const readShell = (script: string) =>
     const dispatched: Array<string> = []
     const status = yield* Reader.run({
       child,
-      stdout: StreamJson.decodeStdout(child.stdout),
+      stdout: StdoutPull.decoded(child.pullStdout),
       state,
       events,
       record: eventRecord,
@@ -47,6 +47,15 @@ describe("reader", () => {
       expect([...published].map((e) => e._tag)).toEqual(dispatched)
       expect(state.sessionId).toBe(sessionIdOf(init))
       expect(state.status).toBe("exited")
+    }).pipe(Effect.provide(ProcessHost.layerMemory())))
+
+  it.scopedLive("a last line without a newline still counts, and a read split mid-line is joined", () =>
+    Effect.gen(function*() {
+      const { dispatched, state } = yield* readShell(
+        `printf '%s' "$INIT" | head -c 100; sleep 0.2; printf '%s\n' "$INIT" | tail -c +101; printf '{"type":"future_type"}'`
+      )
+      expect(dispatched).toEqual(["Message", "Unknown"])
+      expect(state.sessionId).toBe(sessionIdOf(init))
     }).pipe(Effect.provide(ProcessHost.layerMemory())))
 
   it.scopedLive("failure 2: a descendant holding stdout does not hold the reader past the leader's exit", () =>
