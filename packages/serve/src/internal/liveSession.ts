@@ -119,13 +119,20 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           translator = next
           for (const event of events) {
             out.push(event)
-            yield* announce(event)
+            if (isAsk(event)) yield* announce(event)
           }
         }
       }
       yield* Effect.orDie(options.events.publish(options.directory, out))
-      for (const event of out) yield* follow(event)
+      for (const event of out) if (isFollowed(event)) yield* follow(event)
     })
+
+  const isAsk = (event: Canonical.CanonicalEvent) => event.type === "permission.asked" || event.type === "question.asked"
+
+  /** What `follow` acts on: the turn's status and its messages; not the deltas nor the legacy copies. */
+  const isFollowed = (event: Canonical.CanonicalEvent) =>
+    event.type === "session.status" || event.type === "session.idle" ||
+    (event.type !== "message.part.delta" && !event.type.startsWith("session."))
 
   /** A new ask or question is listed where clients look for it. */
   const announce = (event: Canonical.CanonicalEvent) => {
