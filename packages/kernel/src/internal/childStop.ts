@@ -116,8 +116,7 @@ export const release = (options: {
     // another program.
     // The start time alone decides: the leader may have exec'd another program.
     const recycled = Option.isSome(identity) &&
-      Option.exists(yield* procfs.identify(identity.value.source, pid), (now) =>
-        now.startTime !== identity.value.startTime)
+      Option.exists(yield* procfs.startTimeOf(identity.value.source, pid), (now) => now !== identity.value.startTime)
     if (!recycled) yield* kill("SIGKILL")
     // Then whatever left the group (setsid) but still carries the marker.
     const escapees = yield* options.killMarked(options.marker)

@@ -63,12 +63,18 @@ export const scanAll = (markers: ReadonlySet<string>): Effect.Effect<ReadonlyMap
     const found = new Map<string, Array<number>>()
     if (markers.size === 0 || !procfs.hasProc()) return found
     const pids = (yield* procfs.listPids).filter((pid) => pid !== process.pid)
-    yield* Effect.forEach(pids, (pid) =>
-      Effect.gen(function*() {
-        const hits = Option.getOrElse(yield* procfs.readEnvironWith(pid, (environ) => carried(environ, markers)), () => [])
-        if (hits.length === 0 || !(yield* procfs.isLiveAsync(pid))) return
-        for (const marker of hits) found.set(marker, [...(found.get(marker) ?? []), pid])
-      }), { concurrency: procfs.sweepConcurrency, discard: true })
+    const environs = yield* procfs.readProcFiles(
+      pids.map((pid) => `/proc/${pid}/environ`),
+      (environ) => carried(environ, markers)
+    )
+    const hits = new Map<number, ReadonlyArray<string>>()
+    pids.forEach((pid, i) => {
+      const carriedBy = Option.getOrElse(environs[i]!, () => [])
+      if (carriedBy.length > 0) hits.set(pid, carriedBy)
+    })
+    for (const pid of yield* procfs.liveAmong(Array.from(hits.keys()))) {
+      for (const marker of hits.get(pid)!) found.set(marker, [...(found.get(marker) ?? []), pid])
+    }
     return found
   })
 

@@ -70,38 +70,72 @@ const readChunk = 16 * 1024
 const spareBuffers: Array<Buffer> = []
 
 /**
- * Reads a /proc file whole and hands its bytes to `use`, whose result must
- * not keep them (the buffer is reused). Open, read, close, on the callback
- * API: `readFile` would also fstat the file and, since /proc reports size 0,
- * read once more to find the end, in a fresh 64 KiB buffer, and a sweep pays
- * that for every process. A short read is the end: the kernel produces
- * these files whole, up to the size asked (`environ` page by page).
+ * Reads a /proc file whole and calls back with `use` of its bytes, which
+ * must not keep them (the buffer is reused). Open, read, close, on the
+ * callback API: `readFile` would also fstat the file and, since /proc
+ * reports size 0, read once more to find the end, in a fresh 64 KiB buffer,
+ * and a sweep pays that for every process. A short read is the end: the
+ * kernel produces these files whole, up to the size asked (`environ` page by
+ * page).
  */
+const readWith = <A>(file: string, use: (bytes: Buffer) => A, done: (result: Option.Option<A>) => void): void =>
+  NodeFs.open(file, "r", (error, fd) => {
+    if (error) return done(Option.none())
+    let buffer = spareBuffers.pop() ?? Buffer.allocUnsafe(readChunk)
+    const spare = (used: Buffer) => {
+      if (used.length === readChunk && spareBuffers.length < sweepConcurrency) spareBuffers.push(used)
+    }
+    let length = 0
+    const finish = (read: boolean) => {
+      NodeFs.close(fd, () => {})
+      const result = read ? Option.some(use(buffer.subarray(0, length))) : Option.none()
+      spare(buffer)
+      done(result)
+    }
+    const readOn = (): void =>
+      NodeFs.read(fd, buffer, length, buffer.length - length, null, (error, bytesRead) => {
+        if (error) return finish(false)
+        length += bytesRead
+        if (length < buffer.length) return finish(true)
+        const larger = Buffer.allocUnsafe(buffer.length * 2)
+        buffer.copy(larger, 0, 0, length)
+        spare(buffer)
+        buffer = larger
+        readOn()
+      })
+    readOn()
+  })
+
+/** `use` of a /proc file's bytes (see `readWith`); none when it cannot be read. */
 export const readProcFile = <A>(file: string, use: (bytes: Buffer) => A): Effect.Effect<Option.Option<A>> =>
-  Effect.async<Option.Option<A>>((resume) => {
-    NodeFs.open(file, "r", (error, fd) => {
-      if (error) return resume(Effect.succeedNone)
-      let buffer = spareBuffers.pop() ?? Buffer.allocUnsafe(readChunk)
-      let length = 0
-      const finish = (read: boolean) => {
-        NodeFs.close(fd, () => {})
-        const result = read ? Option.some(use(buffer.subarray(0, length))) : Option.none()
-        if (buffer.length === readChunk && spareBuffers.length < sweepConcurrency) spareBuffers.push(buffer)
-        resume(Effect.succeed(result))
-      }
-      const readOn = (): void =>
-        NodeFs.read(fd, buffer, length, buffer.length - length, null, (error, bytesRead) => {
-          if (error) return finish(false)
-          length += bytesRead
-          if (length < buffer.length) return finish(true)
-          const larger = Buffer.allocUnsafe(buffer.length * 2)
-          buffer.copy(larger, 0, 0, length)
-          if (buffer.length === readChunk && spareBuffers.length < sweepConcurrency) spareBuffers.push(buffer)
-          buffer = larger
-          readOn()
+  Effect.async<Option.Option<A>>((resume) => readWith(file, use, (result) => resume(Effect.succeed(result))))
+
+/**
+ * `readProcFile` for each of `files`, `sweepConcurrency` at a time, in
+ * order. The reads chain on plain callbacks and the fiber resumes once: a
+ * sweep reads a file per process, and a fiber step per file would cost more
+ * on the event loop than the file.
+ */
+export const readProcFiles = <A>(
+  files: ReadonlyArray<string>,
+  use: (bytes: Buffer) => A
+): Effect.Effect<ReadonlyArray<Option.Option<A>>> =>
+  Effect.async<ReadonlyArray<Option.Option<A>>>((resume) => {
+    const results = new Array<Option.Option<A>>(files.length).fill(Option.none())
+    let started = 0
+    let finished = 0
+    const startMore = (): void => {
+      while (started < files.length && started - finished < sweepConcurrency) {
+        const index = started++
+        readWith(files[index]!, use, (result) => {
+          results[index] = result
+          if (++finished === files.length) resume(Effect.succeed(results))
+          else startMore()
         })
-      readOn()
-    })
+      }
+    }
+    if (files.length === 0) resume(Effect.succeed(results))
+    else startMore()
   })
 
 const readTextAsync = (file: string, encoding: BufferEncoding = "utf8"): Effect.Effect<Option.Option<string>> =>
@@ -113,24 +147,11 @@ export const listPids: Effect.Effect<ReadonlyArray<number>> = Effect.async((resu
     resume(Effect.succeed(error ? [] : names.filter((name) => /^\d+$/.test(name)).map(Number))))
 })
 
-/**
- * `use` of `/proc/<pid>/environ` (NUL-separated), read without blocking;
- * none when gone or not ours. `use` must not keep the bytes.
- */
-export const readEnvironWith = <A>(pid: number, use: (environ: Buffer) => A): Effect.Effect<Option.Option<A>> =>
-  readProcFile(`/proc/${pid}/environ`, use)
-
 export const readStatAsync = (pid: number): Effect.Effect<Option.Option<ProcStat>> =>
   Effect.map(readTextAsync(`/proc/${pid}/stat`), Option.flatMap(parseStat))
 
 /** How many /proc files a sweep reads at once. */
 export const sweepConcurrency = 16
-
-/** `isLive`, without blocking the event loop where /proc exists. */
-export const isLiveAsync = (pid: number): Effect.Effect<boolean> =>
-  hasProc()
-    ? Effect.map(readStatAsync(pid), Option.exists((stat) => stat.state !== "Z"))
-    : Effect.sync(() => isLive(pid))
 
 /** Whether the process exists and is not a zombie. */
 export const isLive = (pid: number): boolean => {
@@ -198,6 +219,18 @@ const identifyPs = (pid: number): Effect.Effect<Option.Option<Identity>> =>
 export const identify = (source: IdentitySource, pid: number): Effect.Effect<Option.Option<Identity>> =>
   source === "proc" ? Effect.sync(() => identifyProc(pid)) : identifyPs(pid)
 
+/**
+ * The start time of a live, non-zombie process, or none; with /proc, one
+ * asynchronous read of its stat (the stop path must not block on /proc).
+ */
+export const startTimeOf = (source: IdentitySource, pid: number): Effect.Effect<Option.Option<string>> =>
+  source === "proc"
+    ? Effect.map(
+      readStatAsync(pid),
+      Option.flatMap((stat) => stat.state === "Z" ? Option.none() : Option.some(stat.startTime))
+    )
+    : Effect.map(identifyPs(pid), Option.map((identity) => identity.startTime))
+
 export const sameIdentity = (a: Identity, b: Identity): boolean =>
   a.source === b.source && a.startTime === b.startTime && a.cmdline === b.cmdline
 
@@ -224,14 +257,15 @@ export const groupMembers = (
     )
   }
   return Effect.flatMap(listPids, (pids) =>
-    Effect.forEach(pids, (pid) =>
-      Effect.map(readStatAsync(pid), (stat) => {
-        if (Option.isNone(stat)) return []
-        const { pgrp, startTime, state } = stat.value
-        if (pgrp !== pgid || state === "Z") return []
-        if (Option.isSome(notBefore) && BigInt(startTime) < BigInt(notBefore.value)) return []
-        return [pid]
-      }), { concurrency: sweepConcurrency }).pipe(Effect.map((found) => found.flat())))
+    Effect.map(
+      readProcFiles(pids.map((pid) => `/proc/${pid}/stat`), (bytes) => parseStat(bytes.toString("latin1"))),
+      (stats) =>
+        pids.filter((_, i) =>
+          Option.exists(Option.flatten(stats[i]!), ({ pgrp, startTime, state }) =>
+            pgrp === pgid && state !== "Z" &&
+            (Option.isNone(notBefore) || BigInt(startTime) >= BigInt(notBefore.value)))
+        )
+    ))
 }
 
 /**
@@ -265,9 +299,15 @@ export const waitUntil = (done: Effect.Effect<boolean>, maxMillis: number): Effe
     Effect.withClock(Clock.make())
   )
 
+/** Which of `pids` are live (not gone, not zombies), without blocking the event loop where /proc exists. */
+export const liveAmong = (pids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<number>> =>
+  hasProc()
+    ? Effect.map(
+      readProcFiles(pids.map((pid) => `/proc/${pid}/stat`), (bytes) => parseStat(bytes.toString("latin1"))),
+      (stats) => pids.filter((_, i) => Option.exists(Option.flatten(stats[i]!), (stat) => stat.state !== "Z"))
+    )
+    : Effect.sync(() => pids.filter(isLive))
+
 /** Until every pid in `pids` is gone (or a zombie), at most `maxMillis`. */
 export const waitGone = (pids: ReadonlyArray<number>, maxMillis: number): Effect.Effect<boolean> =>
-  waitUntil(
-    Effect.map(Effect.forEach(pids, isLiveAsync, { concurrency: sweepConcurrency }), (live) => !live.some(Boolean)),
-    maxMillis
-  )
+  waitUntil(Effect.map(liveAmong(pids), (live) => live.length === 0), maxMillis)
