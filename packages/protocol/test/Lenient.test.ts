@@ -7,20 +7,9 @@ import { CliMessage, Lenient, StreamJson } from "@skein/protocol"
 import { FastCheck } from "effect"
 import * as fs from "node:fs"
 import { fixtureFiles } from "./fixtures.js"
+import { splitAt } from "./cuts.js"
 
 const encoder = new TextEncoder()
-
-const cutAt = (bytes: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
-  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b)
-  const out: Array<Uint8Array> = []
-  let from = 0
-  for (const p of points) {
-    out.push(bytes.subarray(from, p))
-    from = p
-  }
-  out.push(bytes.subarray(from))
-  return out
-}
 
 const incrementally = (chunks: ReadonlyArray<Uint8Array>, options?: { readonly maxLineBytes?: number }) => {
   const decoder = StreamJson.stdoutDecoder(options)
@@ -34,7 +23,7 @@ describe("Lenient.incremental", () => {
     expect(whole.length).toBeGreaterThan(5)
     FastCheck.assert(
       FastCheck.property(FastCheck.array(FastCheck.nat(), { maxLength: 40 }), (cuts) => {
-        expect(incrementally(cutAt(bytes, cuts))).toEqual(whole)
+        expect(incrementally(splitAt(bytes, cuts))).toEqual(whole)
       }),
       { numRuns: 200 }
     )
@@ -48,7 +37,7 @@ describe("Lenient.incremental", () => {
       `{"type":"x","pad":"${"y".repeat(100)}"}`,
       `{"type":"assistant"`
     ].join("\n")
-    const decoded = incrementally(cutAt(encoder.encode(text), [3, 40, 90]), { maxLineBytes: 80 })
+    const decoded = incrementally(splitAt(encoder.encode(text), [3, 40, 90]), { maxLineBytes: 80 })
     expect(decoded.map((d) => [d._tag, d.line])).toEqual([
       ["Unknown", 1],
       ["Malformed", 2],

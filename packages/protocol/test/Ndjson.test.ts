@@ -1,23 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, FastCheck, Stream } from "effect"
 import { Ndjson } from "@skein/protocol"
+import { splitAt } from "./cuts.js"
 
 const encoder = new TextEncoder()
 
 const frameChunks = (chunks: ReadonlyArray<Uint8Array>, options?: Ndjson.FrameOptions) =>
   Stream.fromIterable(chunks).pipe(Ndjson.frames(options), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
-
-const splitAt = (bytes: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
-  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b)
-  const out: Array<Uint8Array> = []
-  let from = 0
-  for (const p of points) {
-    out.push(bytes.slice(from, p))
-    from = p
-  }
-  out.push(bytes.slice(from))
-  return out
-}
 
 describe("Ndjson.frames", () => {
   it.effect("keeps a multi-byte character split across chunks intact", () =>
