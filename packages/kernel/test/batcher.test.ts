@@ -1,10 +1,11 @@
 /**
  * Group commit for the work a scope close repeats per child: the /proc sweep
- * for escapees and the journal rewrite.
+ * for escapees and the journal rewrite; and a scope close through ProcessHost.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Ref, Scope } from "effect"
 import * as Batcher from "../src/internal/batcher.js"
+import * as ProcessHost from "../src/ProcessHost.js"
 import * as ProcessJournal from "../src/ProcessJournal.js"
 
 const recording = Effect.gen(function*() {
@@ -110,5 +111,43 @@ describe("ProcessJournal batching", () => {
       yield* Effect.forEach(pids, journal.remove, { concurrency: "unbounded" })
       expect(yield* journal.entries).toEqual([])
       expect(yield* Ref.get(writes)).toBe(2)
+    }))
+})
+
+describe("ProcessHost batching", () => {
+  it.live("a scope close whose children exit at different times sweeps and rewrites the journal once", () =>
+    Effect.gen(function*() {
+      const writes = yield* Ref.make(0)
+      const inner = yield* ProcessJournal.memoryStorage
+      const storage: ProcessJournal.Storage = {
+        read: inner.read,
+        update: (f) => Effect.zipRight(Ref.update(writes, (n) => n + 1), inner.update(f))
+      }
+      yield* Effect.scoped(Effect.gen(function*() {
+        const journal = yield* ProcessJournal.make(storage)
+        const host = yield* ProcessHost.make({ reap: false }).pipe(
+          Effect.provideService(ProcessJournal.ProcessJournal, journal)
+        )
+        // Like sessions: each child in its own scope, on its own fiber. Each
+        // leader exits some time after its SIGTERM, so the releases ask for
+        // their sweeps apart.
+        const spawned = yield* Deferred.make<void>()
+        const owner = yield* Effect.fork(Effect.forEach([0, 0.02], (delay, i) =>
+          Effect.scoped(Effect.gen(function*() {
+            yield* host.spawn({
+              command: "sh",
+              args: ["-c", `trap 'sleep ${delay}; exit 0' TERM; while :; do sleep 1; done`],
+              stopTimeouts: { stdinGrace: 0, termGrace: "5 seconds" }
+            })
+            if (i === 1) yield* Deferred.succeed(spawned, undefined)
+            return yield* Effect.never
+          })), { concurrency: "unbounded" }))
+        yield* Deferred.await(spawned)
+        yield* Effect.sleep("50 millis")
+        yield* Ref.set(writes, 0)
+        yield* Fiber.interrupt(owner)
+        expect(yield* Ref.get(writes)).toBe(1)
+        expect(yield* journal.entries).toEqual([])
+      }))
     }))
 })
