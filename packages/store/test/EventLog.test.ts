@@ -60,8 +60,8 @@ describe("EventLog", () => {
   it.scopedLive("follows live with no gap or duplicate while appends race", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
-      // A tiny follower buffer forces the slow follower to catch up from disk.
-      const log = yield* EventLog.open({ dir, schema: Message, segmentBytes: 2048, followBuffer: 4 })
+      // A tiny follower buffer and no tail in memory force the slow follower to catch up from disk.
+      const log = yield* EventLog.open({ dir, schema: Message, segmentBytes: 2048, followBuffer: 4, tailBytes: 0 })
       for (let i = 0; i < 50; i++) yield* log.append(msg(i))
       const total = 600
       const writer = yield* Effect.fork(
@@ -78,6 +78,47 @@ describe("EventLog", () => {
       // Records carry their messages, in order.
       const tail = yield* Stream.runCollect(log.read(total - 2))
       expect(Chunk.toReadonlyArray(tail).map((r) => r.message.n)).toEqual([total - 3, total - 2, total - 1])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a follower that fell behind catches up from the tail in memory; one further behind reads the disk up to it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fs = yield* FileSystem.FileSystem
+      let diskReads = 0
+      // Node's FileSystem, counting the segment reads.
+      const counting = FileSystem.FileSystem.of({
+        ...fs,
+        stream: (path, options) => {
+          diskReads++
+          return fs.stream(path, options)
+        }
+      })
+      const openLog = (tailBytes: number) =>
+        Effect.provideService(
+          EventLog.open({ dir: Path.join(dir, String(tailBytes)), schema: Message, segmentBytes: 2048, followBuffer: 4, tailBytes }),
+          FileSystem.FileSystem,
+          counting
+        )
+      const race = (log: EventLog.EventLog<Message>) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 50; i++) yield* log.append(msg(i))
+          const writer = yield* Effect.fork(
+            Effect.forEach(range(50, 400), (i) => Effect.zipRight(log.append(msg(i)), Effect.yieldNow()), { discard: true })
+          )
+          const slow = yield* Effect.fork(Stream.runCollect(
+            log.follow(1).pipe(Stream.tap(() => Effect.sleep("1 millis")), Stream.take(400))
+          ))
+          yield* Fiber.join(writer)
+          const records = Chunk.toReadonlyArray(yield* Fiber.join(slow))
+          expect(records.map((r) => r.seq)).toEqual(range(1, 401))
+          expect(records.map((r) => r.message.n)).toEqual(range(0, 400))
+        })
+      // Everything fits in the tail: no segment is read at all.
+      yield* race(yield* openLog(1024 * 1024))
+      expect(diskReads).toBe(0)
+      // A tail of a few records: the disk serves what it no longer holds, with no gap or duplicate at the seam.
+      yield* race(yield* openLog(200))
+      expect(diskReads).toBeGreaterThan(0)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scopedLive("a batch appended at once reaches a follower in whole chunks, not a record per step", () =>

@@ -10,10 +10,13 @@ import { Duration, Effect, Option, Schema, TestClock } from "effect"
 import * as Path from "node:path"
 import * as EventRecord from "../src/internal/eventRecord.js"
 import * as EventRetention from "../src/internal/eventRetention.js"
+import { EventTail } from "../src/internal/eventTail.js"
 import * as Segments from "../src/internal/eventSegments.js"
 import * as SegmentWriter from "../src/internal/segmentWriter.js"
 
 const Message = Schema.Struct({ n: Schema.NumberFromString })
+
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i)
 
 const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "skein-events-units-" }))
 
@@ -82,6 +85,26 @@ layer(NodeContext.layer)("EventLog units", (it) => {
       expect(decode(`{"seq":2,"at":7}`)).toEqual(Option.none())
       expect(decode(`[1,2]`)).toEqual(Option.none())
     }))
+
+  it("the tail keeps the newest records within its budget, slices by seq, and forgets what retention deleted", () => {
+    const tail = new EventTail<number>(100)
+    const records = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => ({ seq: from + i, at: 0, message: from + i }))
+    expect(tail.first()).toBeUndefined()
+    expect(tail.slice(1, 5)).toEqual([])
+    tail.add(records(1, 5), 40)
+    tail.add(records(5, 9), 40)
+    expect(tail.first()).toBe(1)
+    expect(tail.slice(3, 6).map((r) => r.seq)).toEqual([3, 4, 5])
+    // 120 bytes held: the oldest go until the rest fit in 100.
+    tail.add(records(9, 13), 40)
+    expect(tail.first()).toBe(3)
+    expect(tail.slice(1, 100).map((r) => r.seq)).toEqual(range(3, 13))
+    tail.dropBefore(11)
+    expect(tail.slice(1, 100).map((r) => r.seq)).toEqual([11, 12])
+    // One record larger than the budget is still held: the newest always is.
+    tail.add(records(13, 14), 1000)
+    expect(tail.slice(1, 100).map((r) => r.seq)).toEqual([13])
+  })
 
   it.scoped("the writer rotates when a write would overflow a segment that holds something", () =>
     Effect.gen(function*() {
