@@ -241,7 +241,6 @@ const runOn = Effect.fnUntraced(function*(
   const sessionId = yield* Deferred.make<string, TurnError>()
   const ended = yield* Deferred.make<TurnError>()
   const hostClosedStdin = yield* Ref.make(false)
-  const writeLock = yield* Effect.makeSemaphore(1)
   const endedWith = Deferred.poll(ended).pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: Effect.asSome }))
   )
@@ -250,7 +249,8 @@ const runOn = Effect.fnUntraced(function*(
   const exitDrain = options.exitDrain ?? Duration.seconds(1)
   const trace = yield* Trace.make({ cwd: options.cwd, pid: child.pid, resume: options.resume })
 
-  const write = (message: HostMessage.HostMessage) => writeLock.withPermits(1)(child.write(HostMessage.encode(message)))
+  // One message is one write to the pipe, and the pipe keeps the order of writes: no lock is needed to keep lines whole.
+  const write = (message: HostMessage.HostMessage) => child.write(HostMessage.encode(message))
   /**
    * Why a write found stdin closed: the host closed it, or the CLI is gone —
    * then its exit, which the reader reports within `exitDrain`, is the answer.
@@ -303,13 +303,17 @@ const runOn = Effect.fnUntraced(function*(
     }
   }
 
-  const dispatch = (event: SessionEvent): Effect.Effect<void> =>
-    event._tag === "Message"
-      ? Effect.zipRight(turns.onMessage(event.message, event), route(event.message))
-      : Effect.zipRight(
-        turns.onOther(event),
-        event._tag === "Unknown" && event.type === "control_request" ? requests.onUnknown(event.json, event.subtype) : Effect.void
-      )
+  // Most messages route nowhere: those run the turns' step alone, with no step to follow it.
+  const dispatch = (event: SessionEvent): Effect.Effect<void> => {
+    if (event._tag === "Message") {
+      const routed = route(event.message)
+      const stepped = turns.onMessage(event.message, event)
+      return routed === Effect.void ? stepped : Effect.zipRight(stepped, routed)
+    }
+    return event._tag === "Unknown" && event.type === "control_request"
+      ? Effect.zipRight(turns.onOther(event), requests.onUnknown(event.json, event.subtype))
+      : turns.onOther(event)
+  }
 
   /** Everything pending fails with `error`; nothing is left waiting. */
   const shutdown = (error: TurnError) =>

@@ -15,7 +15,6 @@ import {
   Option,
   PubSub,
   type Queue,
-  Ref,
   type Scope,
   type Tracer
 } from "effect"
@@ -64,7 +63,8 @@ interface TurnRecord {
   readonly content: Content | undefined
   readonly events: Mailbox.Mailbox<SessionEvent, TurnError>
   readonly done: Deferred.Deferred<TurnSummary, TurnError>
-  readonly costBefore: Ref.Ref<number>
+  /** The session's cost when the turn started; set at `TurnStarted`. */
+  costBefore: number
   /** For a host turn, the span that sent it. */
   readonly links: ReadonlyArray<Tracer.SpanLink>
 }
@@ -89,7 +89,7 @@ const newRecord = (
       content,
       events: yield* Mailbox.make<SessionEvent, TurnError>(),
       done: yield* Deferred.make<TurnSummary, TurnError>(),
-      costBefore: yield* Ref.make(0),
+      costBefore: 0,
       links
     } satisfies TurnRecord
   })
@@ -115,7 +115,8 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const lock = yield* Effect.makeSemaphore(1)
-    const tracker = yield* Ref.make(TurnTracker.initial(options.tracker))
+    /** The tracker's state: stepped only under the lock, read anywhere. */
+    let tracker = TurnTracker.initial(options.tracker)
     const timers = yield* FiberMap.make<string>()
     const announced = yield* PubSub.unbounded<Turn>()
     /** Host turns by number; CLI turns under their negated number. Queued ones included. */
@@ -141,7 +142,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
       Effect.gen(function*() {
         records.delete(key(record.origin, record.index))
         if (current === record) current = undefined
-        const full = fullSummary(record, output, yield* Ref.get(record.costBefore), options.structuredOutput)
+        const full = fullSummary(record, output, record.costBefore, options.structuredOutput)
         yield* endSpan(record, (t, span) => t.turnEnded(span, full))
         yield* record.events.end
         yield* Deferred.succeed(record.done, full)
@@ -161,7 +162,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
               : yield* newRecord(output.turn, "cli", undefined)
             if (record === undefined) return
             records.set(key(record.origin, record.index), record)
-            yield* Ref.set(record.costBefore, yield* options.cost)
+            record.costBefore = yield* options.cost
             current = record
             if (trace !== undefined) spans.set(record, yield* trace.turnStarted(record, record.links))
             yield* PubSub.publish(announced, publicTurn(record))
@@ -182,18 +183,23 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         }
       })
 
-    /** One tracker step and its outputs, under the lock; `route` runs where the event belongs. */
-    const stepLocked = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
-      Effect.gen(function*() {
+    /**
+     * One tracker step and its outputs, under the lock; `route` runs where the
+     * event belongs. Most events change no boundary: those run only the step
+     * and the routing, no effect per (absent) output.
+     */
+    const stepLocked = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>): Effect.Effect<void> =>
+      Effect.suspend(() => {
         const prior = current
-        const outputs = yield* Ref.modify(tracker, (s) => {
-          const [next, out] = TurnTracker.step(s, input)
-          return [out, next]
-        })
+        const [next, outputs] = TurnTracker.step(tracker, input)
+        tracker = next
         // An event belongs to the turn that was live when it came, else to one it started.
-        if (prior !== undefined && route !== undefined) yield* route(prior)
-        yield* Effect.forEach(outputs, apply, { discard: true })
-        if (prior === undefined && current !== undefined && route !== undefined) yield* route(current)
+        if (prior !== undefined) {
+          const routed = route === undefined ? Effect.void : route(prior)
+          return outputs.length === 0 ? routed : Effect.zipRight(routed, Effect.forEach(outputs, apply, { discard: true }))
+        }
+        const applied = outputs.length === 0 ? Effect.void : Effect.forEach(outputs, apply, { discard: true })
+        return route === undefined ? applied : Effect.zipRight(applied, Effect.suspend(() => current === undefined ? Effect.void : route(current)))
       })
 
     const stepWith = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
@@ -202,7 +208,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
     const feed = (input: TurnTracker.Input) => stepWith(input)
 
     const offer = (event: SessionEvent) => (record: TurnRecord) =>
-      belongsToTurn(event) ? Effect.asVoid(record.events.offer(event)) : Effect.void
+      belongsToTurn(event) ? Effect.sync(() => void record.events.unsafeOffer(event)) : Effect.void
 
     // Under the lock: the session's end is set before `failAll` takes it, so a
     // turn is either refused here or registered in time to be failed there.
@@ -218,7 +224,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     const failAll = (error: TurnError) =>
       lock.withPermits(1)(Effect.gen(function*() {
-        yield* Ref.update(tracker, (s) => TurnTracker.step(s, { _tag: "Exited" })[0])
+        tracker = TurnTracker.step(tracker, { _tag: "Exited" })[0]
         yield* FiberMap.clear(timers)
         const open = [...records.values()]
         records.clear()
@@ -238,7 +244,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         Effect.tap((live) => live ? feed({ _tag: "Interrupt" }) : Effect.void)
       ),
       subscribe: PubSub.subscribe(announced),
-      busy: Effect.map(Ref.get(tracker), (s) => s.active !== undefined || s.queue.length > 0),
+      busy: Effect.sync(() => tracker.active !== undefined || tracker.queue.length > 0),
       failAll
     } satisfies Turns
   })
