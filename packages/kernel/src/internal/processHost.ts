@@ -5,7 +5,7 @@
  * (`childStdin`), and stopping and release (`childStop`).
  */
 import * as NodeStream from "@effect/platform-node/NodeStream"
-import { Clock, Deferred, Duration, Effect, Option, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Option, Scope, Stream } from "effect"
 import type * as ProcessHost from "../ProcessHost.js"
 import * as Errors from "../ProcessHost.js"
 import { ProcessJournal } from "../ProcessJournal.js"
@@ -146,10 +146,15 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
     const timeouts = ChildStop.resolveTimeouts(options?.stopTimeouts, spawnOptions.stopTimeouts)
     yield* Effect.annotateCurrentSpan({ command: spawnOptions.command, label: spawnOptions.label ?? "" })
 
-    const { child } = yield* Effect.acquireRelease(
+    // `acquireRelease` would restore the spawn's FiberRefs around the release,
+    // a diff of every FiberRef when the scope closes; the release needs none
+    // of them, and a scope close that ends many children pays it before each
+    // child's signal.
+    const scope = yield* Effect.scope
+    const { child } = yield* Effect.uninterruptible(Effect.tap(
       acquire(journal, spawnOptions, args, marker, timeouts),
-      ({ release }) => sweeper.releasing(release)
-    )
+      ({ release }) => Scope.addFinalizer(scope, sweeper.releasing(release))
+    ))
     return child
   })
 
