@@ -126,7 +126,9 @@ export interface Session {
   readonly turns: Effect.Effect<Queue.Dequeue<Turn>, never, Scope.Scope>
   /**
    * The `initialize` response (commands, models, account). `start` does not
-   * wait for it: the request is written first, and the CLI reads stdin in order.
+   * wait for it: a request that carries options (hooks, toolkits, system
+   * prompt, agents, output schema) is written first, and the CLI reads stdin
+   * in order; one that carries none is sent on the first use of this.
    */
   readonly initialize: Effect.Effect<Json.JsonObject | undefined, RequestError>
   /**
@@ -219,6 +221,9 @@ const recordInit = (context: {
     const transcriptPath = Paths.transcriptPath(context.root, message.cwd, message.session_id)
     yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
   })
+
+/** Whether `initialize` carries anything beyond its subtype: then the first turn depends on it. */
+const carriesOptions = (payload: Control.Initialize) => Object.keys(payload).some((key) => key !== "subtype")
 
 /** The session over a launched CLI: every unit wired to its bus, in the current Scope. */
 const runOn = Effect.fnUntraced(function*(
@@ -355,12 +360,17 @@ const runOn = Effect.fnUntraced(function*(
       .pipe(Effect.zipRight(shutdown(closed)))
   )
 
-  // Written before any user message, and the CLI reads stdin in order: the
+  // One that carries something (hooks, toolkits, prompts, agents, a schema)
+  // is written before any user message, and the CLI reads stdin in order: the
   // first turn need not wait for the answer (that would cost a round trip).
-  // A warm process has answered already.
+  // An empty one changes nothing the CLI does, so it is sent when someone
+  // asks for the answer: building its answer (commands, models, account;
+  // 17 KB) would hold the first turn. A warm process has answered already.
   const answer: Effect.Effect<Json.JsonObject | undefined, RequestError> = Option.isSome(launched.initialized)
     ? launched.initialized.value
-    : yield* control.submit(initializePayload)
+    : carriesOptions(initializePayload)
+    ? yield* control.submit(initializePayload)
+    : control.request(initializePayload)
   const initialize = yield* Effect.cached(answer)
 
   return make({ child, state, events, sessionId, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
