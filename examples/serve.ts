@@ -16,7 +16,7 @@
 import { Command, Options } from "@effect/cli"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { ProcessHost } from "@skein/kernel"
+import { ProcessHost, SlicedScheduler } from "@skein/kernel"
 import { Serve, Token } from "@skein/serve"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Console, Effect, Layer, Option } from "effect"
@@ -64,7 +64,8 @@ const run = Effect.fn("serve")(function*(args: {
 
 const command = Command.make("serve", { port, hostname, roots, fakeModel }, (args) => Effect.scoped(run(args)))
 
+// On the sliced scheduler, as `skein serve` runs.
 Command.run(command, { name: "skein serve", version: "0.0.0" })(process.argv).pipe(
-  Effect.provide(NodeContext.layer),
+  Effect.provide(Layer.merge(NodeContext.layer, SlicedScheduler.layer())),
   NodeRuntime.runMain
 )
