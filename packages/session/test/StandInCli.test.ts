@@ -63,4 +63,22 @@ describe("StandInCli", () => {
       expect(yield* session.exit).toMatchObject({ code: 0 })
       expect(ProcessHost.isAlive(session.pid)).toBe(false)
     }).pipe(Effect.provide(host)))
+
+  it.scopedLive("an initialize that carries nothing is written only once its answer is asked for, and then once", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const cli = StandInCli.command({ text: "canned" })
+      const session = yield* Session.start({ cwd, executable: cli.command, executableArgs: cli.args })
+      const bus = yield* session.subscribe
+      const types = Effect.map(Queue.takeAll(bus), (events) =>
+        Chunk.toReadonlyArray(events).map((e) => e._tag === "Message" ? e.message.type : e._tag))
+
+      expect((yield* Effect.flatMap(session.send("one"), (turn) => turn.result)).text).toBe("canned")
+      expect(yield* types).toEqual(["system", "system", "assistant", "result", "system"])
+
+      const init = yield* session.initialize
+      expect(init?.["commands"]).toEqual([{ name: "compact", description: "Clear history but keep a summary", argumentHint: "" }])
+      expect(yield* session.initialize).toBe(init)
+      expect(yield* types).toEqual(["control_response"])
+    }).pipe(Effect.provide(host)))
 })
