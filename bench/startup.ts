@@ -7,6 +7,9 @@
  *   stdout to `init` and `result`. The baseline.
  * - **direct+initialize**: the same, but first `initialize` and wait for its
  *   answer: what a round trip to the CLI before the first turn costs.
+ * - **direct+init piped**: `initialize` and the user message written at
+ *   once, no wait: what the CLI's own handling of `initialize` costs, which
+ *   every contender that sends it (skein, the SDK) pays.
  * - **skein**: `Session.start` (which writes `initialize` first but does not
  *   wait for its answer), then `send`.
  * - **sdk**: `@anthropic-ai/claude-agent-sdk`'s `query()` with
@@ -183,11 +186,13 @@ const userLine = `${JSON.stringify({ type: "user", message: { role: "user", cont
 const initializeLine = `${JSON.stringify({ type: "control_request", request_id: "init_1", request: { subtype: "initialize" } })}\n`
 
 /**
- * Spawns the CLI and writes the user message. With `initialize`, it first
- * sends `initialize` and waits for the answer, which shows what that round
- * trip would cost (`Session.start` pipelines it instead).
+ * Spawns the CLI and writes the user message. With `initialize: "await"`, it
+ * first sends `initialize` and waits for the answer, which shows what that
+ * round trip would cost; with `"pipelined"`, it writes `initialize` and the
+ * user message at once, as `Session.start` does, which shows what the CLI's
+ * own handling of `initialize` costs, with no host in between.
  */
-const spawnDirect = (options: { readonly initialize: boolean }): Contender => async (baseUrl) => {
+const spawnDirect = (options: { readonly initialize: "none" | "await" | "pipelined" }): Contender => async (baseUrl) => {
   const d = freshDirs()
   const t0 = performance.now()
   const c0 = process.cpuUsage()
@@ -196,7 +201,9 @@ const spawnDirect = (options: { readonly initialize: boolean }): Contender => as
     env: envFor(baseUrl, d),
     stdio: ["pipe", "pipe", "pipe"]
   })
-  child.stdin.write(options.initialize ? initializeLine : userLine)
+  child.stdin.write(
+    options.initialize === "none" ? userLine : options.initialize === "await" ? initializeLine : initializeLine + userLine
+  )
   child.stderr.resume()
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
   let init = -1
@@ -205,7 +212,7 @@ const spawnDirect = (options: { readonly initialize: boolean }): Contender => as
   for await (const line of Readline.createInterface({ input: child.stdout })) {
     const message: unknown = JSON.parse(line)
     if (!isSdkMessage(message)) continue
-    if (message.type === "control_response") child.stdin.write(userLine)
+    if (message.type === "control_response" && options.initialize === "await") child.stdin.write(userLine)
     if (init < 0 && message.type === "system" && message.subtype === "init") init = performance.now() - t0
     if (message.type === "result") {
       result = performance.now() - t0
@@ -347,8 +354,9 @@ const main = Effect.gen(function*() {
     (runtime) => Effect.promise(() => runtime.dispose())
   )
   const contenders: ReadonlyArray<readonly [string, Contender]> = [
-    ["direct", spawnDirect({ initialize: false })],
-    ["direct+initialize", spawnDirect({ initialize: true })],
+    ["direct", spawnDirect({ initialize: "none" })],
+    ["direct+initialize", spawnDirect({ initialize: "await" })],
+    ["direct+init piped", spawnDirect({ initialize: "pipelined" })],
     ["skein", skein(runtime)],
     ["sdk", sdk(query)],
     ["pooled", pooled(pooledRuntime, profile)]
@@ -395,6 +403,8 @@ const main = Effect.gen(function*() {
       `\nskein vs sdk:    ${pairedRatio("skein", "sdk", "init").toFixed(3)}× to init, ` +
       `${pairedRatio("skein", "sdk", "result").toFixed(3)}× to result (target ≤ 1)` +
       `\nskein vs direct+initialize: ${pairedRatio("skein", "direct+initialize", "result").toFixed(3)}× to result (a round trip before the first turn, which skein avoids)` +
+      `\nskein vs direct+init piped: ${pairedRatio("skein", "direct+init piped", "result").toFixed(3)}× to result, ` +
+      `host CPU ${pairedCpu("skein", "direct+init piped").toFixed(3)}× (the same lines written, with no host in between)` +
       `\npooled vs skein: ${pairedRatio("pooled", "skein", "result").toFixed(3)}× to result (target ≤ 0.2)` +
       `\nhost CPU to result: skein ${hostCpu("skein").toFixed(1)} ms, sdk ${hostCpu("sdk").toFixed(1)} ms, ` +
       `skein/sdk ${pairedCpu("skein", "sdk").toFixed(3)}× (median of per-round ratios; target ≤ 1)`
