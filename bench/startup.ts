@@ -9,9 +9,11 @@
  *   answer: what a round trip to the CLI before the first turn costs.
  * - **direct+init piped**: `initialize` and the user message written at
  *   once, no wait: what the CLI's own handling of `initialize` costs, which
- *   every contender that sends it (skein, the SDK) pays.
- * - **skein**: `Session.start` (which writes `initialize` first but does not
- *   wait for its answer), then `send`.
+ *   every contender that sends it pays (the SDK always does).
+ * - **skein**: `Session.start`, then `send`. For these options `initialize`
+ *   carries nothing, so skein writes it only once someone asks for its answer
+ *   (no one does here); with hooks, toolkits, prompts or agents it is written
+ *   first, and not waited for: **direct+init piped** is that case's floor.
  * - **sdk**: `@anthropic-ai/claude-agent-sdk`'s `query()` with
  *   `pathToClaudeCodeExecutable` (it sends `initialize` too).
  * - **pooled**: `Session.start` with a `SessionPool` that holds a process for
@@ -402,9 +404,9 @@ const main = Effect.gen(function*() {
       `${pairedRatio("skein", "direct", "result").toFixed(3)}× to result (target ≤ 1.02)` +
       `\nskein vs sdk:    ${pairedRatio("skein", "sdk", "init").toFixed(3)}× to init, ` +
       `${pairedRatio("skein", "sdk", "result").toFixed(3)}× to result (target ≤ 1)` +
-      `\nskein vs direct+initialize: ${pairedRatio("skein", "direct+initialize", "result").toFixed(3)}× to result (a round trip before the first turn, which skein avoids)` +
+      `\nskein vs direct+initialize: ${pairedRatio("skein", "direct+initialize", "result").toFixed(3)}× to result (a round trip before the first turn, which skein never waits for)` +
       `\nskein vs direct+init piped: ${pairedRatio("skein", "direct+init piped", "result").toFixed(3)}× to result, ` +
-      `host CPU ${pairedCpu("skein", "direct+init piped").toFixed(3)}× (the same lines written, with no host in between)` +
+      `host CPU ${pairedCpu("skein", "direct+init piped").toFixed(3)}× (what sending initialize would cost the CLI and the host)` +
       `\npooled vs skein: ${pairedRatio("pooled", "skein", "result").toFixed(3)}× to result (target ≤ 0.2)` +
       `\nhost CPU to result: skein ${hostCpu("skein").toFixed(1)} ms, sdk ${hostCpu("sdk").toFixed(1)} ms, ` +
       `skein/sdk ${pairedCpu("skein", "sdk").toFixed(3)}× (median of per-round ratios; target ≤ 1)`
