@@ -132,6 +132,19 @@ const upsertTask = (tasks: ReadonlyArray<BackgroundTask>, task: BackgroundTask):
 const terminalTaskStatuses = new Set(["completed", "failed", "killed", "stopped"])
 
 /** Fold one stdout message into the state. */
+/**
+ * `apply` over the messages of one read of stdout, in order. Only results and
+ * system messages change more than `lastSeenAt`, so the rest cost no copy of
+ * the state: in a delta storm that was one copy per streamed delta.
+ */
+export const applyAll = (state: SessionState, messages: Iterable<CliMessage.CliMessage>, now: number): SessionState => {
+  let next = state
+  for (const message of messages) {
+    if (message.type === "result" || message.type === "system") next = apply(next, message, now)
+  }
+  return next === state ? { ...state, lastSeenAt: now } : next
+}
+
 export const apply = (state: SessionState, message: CliMessage.CliMessage, now: number): SessionState => {
   const seen = { ...state, lastSeenAt: now }
   switch (message.type) {

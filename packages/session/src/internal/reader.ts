@@ -39,7 +39,7 @@ export interface Options {
 const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    yield* SubscriptionRef.update(options.state, (s) => Chunk.reduce(chunk, s, (state, event) => fold(state, event, now)))
+    yield* SubscriptionRef.update(options.state, (s) => SessionState.applyAll(s, messagesOf(chunk), now))
     if (options.eventLog !== undefined) {
       yield* options.eventLog.appendAll(Chunk.toReadonlyArray(Chunk.map(chunk, options.record))).pipe(
         Effect.catchAll((error) => Effect.logWarning("Session: the event log refused events", error))
@@ -49,8 +49,10 @@ const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
     for (const event of chunk) yield* options.dispatch(event)
   })
 
-const fold = (state: SessionState.SessionState, event: SessionEvent, now: number): SessionState.SessionState =>
-  event._tag === "Message" ? SessionState.apply(state, event.message, now) : { ...state, lastSeenAt: now }
+/** The messages among a chunk's events (the rest only mark the session seen). */
+function* messagesOf(chunk: Chunk.Chunk<SessionEvent>) {
+  for (const event of chunk) if (event._tag === "Message") yield event.message
+}
 
 /** Reads stdout until the CLI is gone; returns how it ended. */
 export const run = (options: Options): Effect.Effect<ProcessHost.ExitStatus> =>
