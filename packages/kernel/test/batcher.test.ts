@@ -91,15 +91,21 @@ describe("Batcher", () => {
     }))
 })
 
+/** An in-memory journal storage that counts its writes. */
+const countingStorage = Effect.gen(function*() {
+  const writes = yield* Ref.make(0)
+  const inner = yield* ProcessJournal.memoryStorage
+  const storage: ProcessJournal.Storage = {
+    read: inner.read,
+    update: (f) => Effect.zipRight(Ref.update(writes, (n) => n + 1), inner.update(f))
+  }
+  return { storage, writes }
+})
+
 describe("ProcessJournal batching", () => {
   it.scoped("the removals of one scope close are one write", () =>
     Effect.gen(function*() {
-      const writes = yield* Ref.make(0)
-      const inner = yield* ProcessJournal.memoryStorage
-      const storage: ProcessJournal.Storage = {
-        read: inner.read,
-        update: (f) => Effect.zipRight(Ref.update(writes, (n) => n + 1), inner.update(f))
-      }
+      const { storage, writes } = yield* countingStorage
       const journal = yield* ProcessJournal.make(storage)
       const pids = [101, 102, 103, 104, 105, 106, 107, 108]
       const identity = { source: "proc", startTime: "1", cmdline: "sleep\0" } as const
@@ -117,12 +123,7 @@ describe("ProcessJournal batching", () => {
 describe("ProcessHost batching", () => {
   it.live("a scope close whose children exit at different times sweeps and rewrites the journal once", () =>
     Effect.gen(function*() {
-      const writes = yield* Ref.make(0)
-      const inner = yield* ProcessJournal.memoryStorage
-      const storage: ProcessJournal.Storage = {
-        read: inner.read,
-        update: (f) => Effect.zipRight(Ref.update(writes, (n) => n + 1), inner.update(f))
-      }
+      const { storage, writes } = yield* countingStorage
       yield* Effect.scoped(Effect.gen(function*() {
         const journal = yield* ProcessJournal.make(storage)
         const host = yield* ProcessHost.make({ reap: false }).pipe(
