@@ -30,6 +30,26 @@ describe("pendingFrames", () => {
     expect(frames.stats()).toEqual({ events: 0, bytes: 0, coalesced: 0 })
   })
 
+  it("a delta that joins a pending frame is never rendered alone", () => {
+    const rendered: Array<number> = []
+    const lazy = (seq: number, key: string, text: string): PendingFrames.Delta => ({
+      _tag: "Delta",
+      seq,
+      key,
+      delta: text,
+      get data() {
+        rendered.push(seq)
+        return render(seq, text)
+      },
+      render
+    })
+    const frames = PendingFrames.make(caps)
+    for (const item of [lazy(1, "a", "x"), lazy(2, "a", "y"), lazy(3, "a", "z")]) expect(frames.add(item)).toBe(true)
+    expect(PendingFrames.render(frames.drain(), 0).text).toBe(`id: 3\ndata: ${render(3, "xyz")}\n\n`)
+    // Only the delta that started the frame was read (for its size and its text).
+    expect(new Set(rendered)).toEqual(new Set([1]))
+  })
+
   it("a merged run renders as one frame; ids rise only once every event up to them is written", () => {
     const frames = PendingFrames.make(caps)
     for (const item of [delta(1, "a", "x"), delta(2, "b", "y"), delta(3, "a", "z")]) expect(frames.add(item)).toBe(true)

@@ -22,7 +22,7 @@ export interface Delta {
   readonly seq: number
   readonly key: string
   readonly delta: string
-  /** `render(seq, delta)`, done once for the frame as it comes. */
+  /** `render(seq, delta)` for the delta alone; read only when it starts a frame of its own. */
   readonly data: string
   /** The frame's JSON for a merged run: the newest event's fields, the run's text. */
   readonly render: (seq: number, delta: string) => string

@@ -119,12 +119,17 @@ export const itemOf = (global: boolean, record: Record): SubscriberBuffer.Item =
   const render = (seq: number, p: Payload) => JSON.stringify(wrap(global, directory, p, eventId(seq)))
   const merge = mergeable(payload)
   if (merge === undefined) return { _tag: "Event", seq: record.seq, data: render(record.seq, payload) }
+  // Rendered when first read: a delta that joins a pending frame never is (a client
+  // behind in a storm merged 100,000 deltas into about 100 frames, each rendered once).
+  let data: string | undefined
   return {
     _tag: "Delta",
     seq: record.seq,
     key: merge.key,
     delta: merge.delta,
-    data: render(record.seq, payload),
+    get data() {
+      return (data ??= render(record.seq, payload))
+    },
     render: (seq, delta) => render(seq, merge.with(delta))
   }
 }
