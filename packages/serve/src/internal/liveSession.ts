@@ -119,49 +119,55 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           translator = next
           for (const event of events) {
             out.push(event)
-            if (isAsk(event)) yield* announce(event)
+            const announcing = announce(event)
+            if (announcing !== undefined) yield* announcing
           }
         }
       }
       yield* Effect.orDie(options.events.publish(options.directory, out))
-      for (const event of out) if (isFollowed(event)) yield* follow(event)
+      for (const event of out) {
+        const following = follow(event)
+        if (following !== undefined) yield* following
+      }
     })
 
-  const isAsk = (event: Canonical.CanonicalEvent) => event.type === "permission.asked" || event.type === "question.asked"
-
-  /** What `follow` acts on: the turn's status and its messages; not the deltas nor the legacy copies. */
-  const isFollowed = (event: Canonical.CanonicalEvent) =>
-    event.type === "session.status" || event.type === "session.idle" ||
-    (event.type !== "message.part.delta" && !event.type.startsWith("session."))
-
-  /** A new ask or question is listed where clients look for it. */
-  const announce = (event: Canonical.CanonicalEvent) => {
-    if (event.type !== "permission.asked" && event.type !== "question.asked") return Effect.void
+  /**
+   * A new ask or question is listed where clients look for it. Like `follow`,
+   * an effect only where there is something to do: most events of a storm
+   * are deltas, which run none.
+   */
+  const announce = (event: Canonical.CanonicalEvent): Effect.Effect<void> | undefined => {
+    if (event.type !== "permission.asked" && event.type !== "question.asked") return undefined
     const requestId = requestIdOf(translator, event.properties.id)
-    if (requestId === undefined) return Effect.void
+    if (requestId === undefined) return undefined
     return event.type === "permission.asked"
       ? options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
       : options.questions.announce(options.cliSessionId, requestId, options.directory, event.properties)
   }
 
   /** What the sync prompt answers with: the turn's messages, folded as a client folds them. */
-  const follow = (event: Canonical.CanonicalEvent) =>
-    Effect.gen(function*() {
-      if (event.type === "session.status") {
+  const follow = (event: Canonical.CanonicalEvent): Effect.Effect<void> | undefined => {
+    switch (event.type) {
+      case "session.status": {
         const isBusy = event.properties.status.type !== "idle"
-        if (isBusy && !(yield* SubscriptionRef.get(busy))) turnEvents = []
-        yield* SubscriptionRef.set(busy, isBusy)
+        return Effect.flatMap(SubscriptionRef.get(busy), (wasBusy) => {
+          if (isBusy && !wasBusy) turnEvents = []
+          return SubscriptionRef.set(busy, isBusy)
+        })
       }
-      if (event.type === "message.part.delta") return
-      if (event.type.startsWith("session.") && event.type !== "session.idle") return
-      if (event.type === "session.idle") {
+      case "session.idle": {
         const messages = History.collect(turnEvents)
         turnEvents = []
-        yield* SubscriptionRef.update(ended, (e) => ({ count: e.count + 1, messages }))
-        return
+        return SubscriptionRef.update(ended, (e) => ({ count: e.count + 1, messages }))
       }
-      turnEvents.push(event)
-    })
+      case "message.part.delta":
+        return undefined
+      default:
+        // The other session.* events (and the legacy copies) are not part of a message.
+        if (!event.type.startsWith("session.")) turnEvents.push(event)
+        return undefined
+    }
+  }
 
   yield* Queue.takeBetween(inbox, 1, 1024).pipe(Effect.flatMap(pumpBatch), Effect.forever, Effect.forkScoped)
   // When the scope closes, whatever is open is closed as an interrupted turn closes it.
