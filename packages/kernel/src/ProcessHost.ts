@@ -141,9 +141,10 @@ export interface ChildProcess {
    */
   readonly stdout: Stream.Stream<Uint8Array>
   /**
-   * The same bytes as a pull: what the pipe holds now, waiting for some when
-   * it holds none; fails with `None` at the end. For a reader that lives as
-   * long as the child, it costs less than a stream. Use one of the two.
+   * The same bytes as a pull (`stdout` is this pull, repeated): what the pipe
+   * holds now, waiting for some when it holds none; fails with `None` at the
+   * end. For a reader that lives as long as the child it costs less than the
+   * stream. Use one of the two.
    */
   readonly pullStdout: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>>
   /**

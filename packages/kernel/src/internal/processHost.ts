@@ -4,7 +4,6 @@
  * beside it: starting (`childStart`), pipes and exit (`childPipes`), stdin
  * (`childStdin`), and stopping and release (`childStop`).
  */
-import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Clock, Deferred, Duration, Effect, Option, Scope, Stream } from "effect"
 import type * as ProcessHost from "../ProcessHost.js"
 import * as Errors from "../ProcessHost.js"
@@ -89,21 +88,21 @@ const acquire = (
     const stopOptions: ChildStop.StopOptions = { pid, exited: pipes.exited, closeStdin, kill, timeouts }
     const stop = ChildStop.makeStop(stopOptions)
 
+    // One reader of the pipe: the stream is the pull, repeated; a reader that stops
+    // early closes the pipe (the child's next write fails), as a Node stream's would.
+    const pullStdout = ChildStdout.pull(node.stdout, (error) => Effect.logWarning(`ProcessHost: stdout of ${pid} failed: ${error.message}`))
     const child: ProcessHost.ChildProcess = {
       pid,
       pgid: pid,
       marker,
       command: spawnOptions.command,
       args,
-      stdout: NodeStream.fromReadable<Error, Uint8Array>(
-        () => node.stdout,
-        (error) => error instanceof Error ? error : new Error(String(error))
-      ).pipe(
-        Stream.catchAll((error) =>
-          Stream.execute(Effect.logWarning(`ProcessHost: stdout of ${pid} failed: ${error.message}`))
-        )
+      stdout: Stream.repeatEffectChunkOption(pullStdout).pipe(
+        Stream.ensuring(Effect.sync(() => {
+          if (!node.stdout.closed) node.stdout.destroy()
+        }))
       ),
-      pullStdout: ChildStdout.pull(node.stdout, (error) => Effect.logWarning(`ProcessHost: stdout of ${pid} failed: ${error.message}`)),
+      pullStdout,
       stderr: pipes.stderr,
       write,
       closeStdin,
