@@ -19,7 +19,6 @@ import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { isJsonObject, type JsonObject } from "./Json.js"
 import { guardOf } from "./internal/guard.js"
-import { LineFramer } from "./internal/lineFramer.js"
 import * as Ndjson from "./Ndjson.js"
 
 export type { JsonObject }
@@ -207,29 +206,7 @@ export const decodeAll = <A>(decoder: Decoder<A>, bytes: Uint8Array, options?: N
  * pipe instead of running a stream over it (a stream's executors cost more
  * than the loop for a reader that lives as long as its session).
  */
-export interface Incremental<A> {
-  /** The messages and diagnostics of the lines these bytes complete, in order. */
-  readonly push: (bytes: Uint8Array) => Array<Decoded<A>>
-  /** At the end of input: what a last line without a newline holds. */
-  readonly end: () => Array<Decoded<A>>
-}
+export type Incremental<A> = Ndjson.Incremental<Decoded<A>>
 
-export const incremental = <A>(decoder: Decoder<A>, options?: Ndjson.FrameOptions): Incremental<A> => {
-  const framer = new LineFramer(options?.maxLineBytes ?? Ndjson.defaultMaxLineBytes)
-  const frames: Array<Ndjson.Frame> = []
-  const drain = () => {
-    const out = frames.map((frame) => decodeFrame(decoder, frame))
-    frames.length = 0
-    return out
-  }
-  return {
-    push: (bytes) => {
-      framer.push(bytes, frames)
-      return drain()
-    },
-    end: () => {
-      framer.end(frames)
-      return drain()
-    }
-  }
-}
+export const incremental = <A>(decoder: Decoder<A>, options?: Ndjson.FrameOptions): Incremental<A> =>
+  Ndjson.incremental((frame) => decodeFrame(decoder, frame), options)

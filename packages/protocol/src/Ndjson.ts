@@ -49,6 +49,34 @@ export const frames: {
     mapFrames(self, (frame) => frame, options)
 )
 
+/** A framer fed bytes a read at a time, mapping each frame as it completes. */
+export interface Incremental<A> {
+  /** What the lines these bytes complete map to, in order. */
+  readonly push: (bytes: Uint8Array) => Array<A>
+  /** At the end of input: what a last line without a newline maps to. */
+  readonly end: () => Array<A>
+}
+
+export const incremental = <A>(f: (frame: Frame) => A, options?: FrameOptions): Incremental<A> => {
+  const framer = new LineFramer(options?.maxLineBytes ?? defaultMaxLineBytes)
+  const frames: Array<Frame> = []
+  const drain = () => {
+    const out = frames.map(f)
+    frames.length = 0
+    return out
+  }
+  return {
+    push: (bytes) => {
+      framer.push(bytes, frames)
+      return drain()
+    },
+    end: () => {
+      framer.end(frames)
+      return drain()
+    }
+  }
+}
+
 /**
  * Frame a byte stream and map each frame in the same pass, which saves a
  * stream stage per line on the decode hot path. One channel reads the input
@@ -62,22 +90,17 @@ export const mapFrames = <A, E, R>(
   options?: FrameOptions
 ): Stream.Stream<A, E, R> =>
   Stream.suspend(() => {
-    const framer = new LineFramer(options?.maxLineBytes ?? defaultMaxLineBytes)
-    const frames: Array<Frame> = []
-    const drain = (): Chunk.Chunk<A> => {
-      const out = frames.map(f)
-      frames.length = 0
-      return Chunk.unsafeFromArray(out)
-    }
+    const framer = incremental(f, options)
     const loop: Channel.Channel<Chunk.Chunk<A>, Chunk.Chunk<Uint8Array>, E, E, unknown, unknown> = Channel.readWithCause({
       onInput: (chunks: Chunk.Chunk<Uint8Array>) => {
-        for (const chunk of chunks) framer.push(chunk, frames)
-        return frames.length === 0 ? loop : Channel.zipRight(Channel.write(drain()), loop)
+        const out: Array<A> = []
+        for (const chunk of chunks) for (const a of framer.push(chunk)) out.push(a)
+        return out.length === 0 ? loop : Channel.zipRight(Channel.write(Chunk.unsafeFromArray(out)), loop)
       },
       onFailure: Channel.failCause,
       onDone: () => {
-        framer.end(frames)
-        return frames.length === 0 ? Channel.void : Channel.write(drain())
+        const rest = framer.end()
+        return rest.length === 0 ? Channel.void : Channel.write(Chunk.unsafeFromArray(rest))
       }
     })
     return Stream.pipeThroughChannel(self, loop)
