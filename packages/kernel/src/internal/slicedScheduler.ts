@@ -38,21 +38,17 @@ export class SlicedScheduler implements Scheduler.Scheduler {
         tasks[i]!()
         if (i + 1 < tasks.length && this.now() >= deadline) {
           this.backlog = tasks.slice(i + 1)
-          return this.yieldAgain()
+          return this.yieldToLoop(this.drain)
         }
       }
       tasks = this.takeIncoming()
       if (tasks.length === 0) break
       if (this.now() >= deadline) {
         this.backlog = tasks
-        return this.yieldAgain()
+        return this.yieldToLoop(this.drain)
       }
     }
     this.scheduled = false
-  }
-
-  private yieldAgain(): void {
-    this.yieldToLoop(this.drain)
   }
 
   private takeIncoming(): Array<Scheduler.Task> {

@@ -77,13 +77,11 @@ export const spawn = (options: LaunchOptions) =>
     }).pipe(Effect.mapError((e) => new SpawnFailed({ command: e.command, reason: e.reason })))
   })
 
-/** stdout's bytes as a pull, decoded. */
-const decodedStdout = (child: ProcessHost.ChildProcess) => Effect.sync(() => StdoutPull.decoded(child.pullStdout))
 
 export const cold = (options: LaunchOptions) =>
   Effect.gen(function*() {
     const child = yield* spawn(options)
-    return { child, stdout: yield* decodedStdout(child), initialized: Option.none() } satisfies Launched
+    return { child, stdout: StdoutPull.decoded(child.pullStdout), initialized: Option.none() } satisfies Launched
   })
 
 let counter = 0
@@ -99,7 +97,7 @@ const answerTo = (requestId: string) => (event: Decoded): event is Lenient.Messa
 export const warm = (options: LaunchOptions, initialize: Control.Initialize) =>
   Effect.gen(function*() {
     const child = yield* spawn(options)
-    const pull = yield* decodedStdout(child)
+    const pull = StdoutPull.decoded(child.pullStdout)
     const requestId = `pool_${++counter}`
     const isAnswer = answerTo(requestId)
     // A write that finds stdin closed means the CLI is gone: the read below then ends and says how.
