@@ -6,7 +6,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { expect, layer } from "@effect/vitest"
-import { Duration, Effect, Option, Schema, TestClock } from "effect"
+import { Duration, Effect, Option, ParseResult, Schema, TestClock } from "effect"
 import * as Path from "node:path"
 import * as EventRecord from "../src/internal/eventRecord.js"
 import * as EventRetention from "../src/internal/eventRetention.js"
@@ -67,6 +67,20 @@ layer(NodeContext.layer)("EventLog units", (it) => {
       expect(lines.slice(0, 2).map(decode)).toEqual(records.map(Option.some))
       expect(decode(`{"seq":5,"at":1,"message":{"n":1}}`)).toEqual(Option.none())
       expect(decode(`{"seq":5,"at":1,"mess`)).toEqual(Option.none())
+    }))
+
+  it.effect("a message its schema cannot encode fails the batch with a typed error naming the log", () =>
+    Effect.gen(function*() {
+      const Even = Schema.transformOrFail(Schema.String, Schema.Number, {
+        decode: (s) => ParseResult.succeed(Number(s)),
+        encode: (n, _, ast) => n % 2 === 0 ? ParseResult.succeed(String(n)) : ParseResult.fail(new ParseResult.Type(ast, n, "odd"))
+      })
+      const encode = EventRecord.encodeBatch(Even, "/log")
+      expect((yield* encode([2, 4], 1, 0)).records.map((r) => r.seq)).toEqual([1, 2])
+      const error = yield* Effect.flip(encode([2, 3], 1, 0))
+      expect(error._tag).toBe("EventLogError")
+      expect(error.path).toBe("/log")
+      expect(error.message).toMatch(/cannot encode a message: .*odd/s)
     }))
 
   it.effect("a schema without transformations: messages are written as they are and read back through its guard", () =>
