@@ -308,16 +308,28 @@ const runOn = Effect.fnUntraced(function*(
     }
   }
 
-  // Most messages route nowhere: those run the turns' step alone, with no step to follow it.
-  const dispatch = (event: SessionEvent): Effect.Effect<void> => {
-    if (event._tag === "Message") {
-      const routed = route(event.message)
-      const stepped = turns.onMessage(event.message, event)
-      return routed === Effect.void ? stepped : Effect.zipRight(stepped, routed)
+  /** Where an event goes besides its turn; `Effect.void` for most (every delta). */
+  const routeOf = (event: SessionEvent): Effect.Effect<void> => {
+    if (event._tag === "Message") return route(event.message)
+    return event._tag === "Unknown" && event.type === "control_request" ? requests.onUnknown(event.json, event.subtype) : Effect.void
+  }
+
+  /**
+   * A read's events, in order: each is stepped by the turns, then routed. The
+   * events that route nowhere run together as one step of the turns, one hold
+   * of its lock for a run of deltas instead of one per delta.
+   */
+  const dispatch = (events: ReadonlyArray<SessionEvent>): Effect.Effect<void> => {
+    const steps: Array<Effect.Effect<void>> = []
+    let from = 0
+    for (let i = 0; i < events.length; i++) {
+      const routed = routeOf(events[i]!)
+      if (routed === Effect.void) continue
+      steps.push(turns.onEvents(events.slice(from, i + 1)), routed)
+      from = i + 1
     }
-    return event._tag === "Unknown" && event.type === "control_request"
-      ? Effect.zipRight(turns.onOther(event), requests.onUnknown(event.json, event.subtype))
-      : turns.onOther(event)
+    if (from < events.length) steps.push(turns.onEvents(from === 0 ? events : events.slice(from)))
+    return steps.length === 1 ? steps[0]! : Effect.all(steps, { discard: true })
   }
 
   /** Everything pending fails with `error`; nothing is left waiting. */

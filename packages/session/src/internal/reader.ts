@@ -23,14 +23,14 @@ export interface Options {
   readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
   /** How an event is kept in the event log. */
   readonly record: (event: SessionEvent) => Json.JsonObject
-  /** Runs after the event is published: control routing, turns. */
-  readonly dispatch: (event: SessionEvent) => Effect.Effect<void>
+  /** Runs after a read's events are published, with them in order: turns, control routing. */
+  readonly dispatch: (events: ReadonlyArray<SessionEvent>) => Effect.Effect<void>
   readonly drainGrace: Duration.DurationInput
 }
 
 /**
  * Folds, records and publishes the events of one read of stdout, then
- * dispatches each in order. A chunk at a time, not an event at a time: in a
+ * dispatches them in order. A chunk at a time, not an event at a time: in a
  * delta storm one read holds hundreds of lines, and the state update, the
  * log append and the publish each cost the same for one event as for all of
  * them. The state is folded over the whole chunk before its events are
@@ -46,7 +46,7 @@ const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
       )
     }
     yield* PubSub.publishAll(options.events, chunk)
-    for (const event of chunk) yield* options.dispatch(event)
+    yield* options.dispatch(Chunk.toReadonlyArray(chunk))
   })
 
 /** The messages among a chunk's events (the rest only mark the session seen). */

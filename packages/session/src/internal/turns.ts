@@ -28,10 +28,11 @@ export type Content = string | ReadonlyArray<Anthropic.ContentBlock>
 export interface Turns {
   /** Queues a host turn; it is written when the CLI is free. */
   readonly send: (content: Content) => Effect.Effect<Turn, TurnError>
-  /** Steps the tracker with a stdout message and routes `event` to its turn. */
-  readonly onMessage: (message: CliMessage.CliMessage, event: SessionEvent) => Effect.Effect<void>
-  /** Routes an event that is not a message (unknown, diagnostic) to the live turn. */
-  readonly onOther: (event: SessionEvent) => Effect.Effect<void>
+  /**
+   * Steps the tracker with each stdout message and routes every event (unknown
+   * and diagnostic ones too) to its turn, in order, under one hold of the lock.
+   */
+  readonly onEvents: (events: ReadonlyArray<SessionEvent>) => Effect.Effect<void>
   /** Marks the live turn interrupted; false when no turn is live. */
   readonly interrupt: Effect.Effect<boolean>
   /** Every turn from the moment of subscription on, host and CLI-initiated. */
@@ -183,32 +184,52 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         }
       })
 
+    const step = (input: TurnTracker.Input): ReadonlyArray<TurnTracker.Output> => {
+      const [next, outputs] = TurnTracker.step(tracker, input)
+      tracker = next
+      return outputs
+    }
+
+    const applyAll = (outputs: ReadonlyArray<TurnTracker.Output>) => Effect.forEach(outputs, apply, { discard: true })
+
+    /** Queues the event on the turn, unless it is plumbing (an answer to the host). */
+    const offerTo = (record: TurnRecord, event: SessionEvent) => {
+      if (belongsToTurn(event)) record.events.unsafeOffer(event)
+    }
+
     /**
-     * One tracker step and its outputs, under the lock; `route` runs where the
-     * event belongs. Most events change no boundary: those run only the step
-     * and the routing, no effect per (absent) output.
+     * Tracker steps for events from `from` on, under the lock. An event belongs
+     * to the turn that was live when it came, else to one it started. Most
+     * events of a read change no boundary: those are stepped and queued in a
+     * plain loop, with an effect only for the outputs of one that does.
      */
-    const stepLocked = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>): Effect.Effect<void> =>
+    const stepEvents = (events: ReadonlyArray<SessionEvent>, from: number): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const prior = current
-        const [next, outputs] = TurnTracker.step(tracker, input)
-        tracker = next
-        // An event belongs to the turn that was live when it came, else to one it started.
-        if (prior !== undefined) {
-          const routed = route === undefined ? Effect.void : route(prior)
-          return outputs.length === 0 ? routed : Effect.zipRight(routed, Effect.forEach(outputs, apply, { discard: true }))
+        for (let i = from; i < events.length; i++) {
+          const event = events[i]!
+          const prior = current
+          const outputs = event._tag === "Message" ? step({ _tag: "Message", message: event.message }) : []
+          if (prior !== undefined) offerTo(prior, event)
+          if (outputs.length === 0) continue
+          const applied = prior !== undefined ? applyAll(outputs) : Effect.zipRight(
+            applyAll(outputs),
+            Effect.sync(() => {
+              if (current !== undefined) offerTo(current, event)
+            })
+          )
+          return Effect.zipRight(applied, stepEvents(events, i + 1))
         }
-        const applied = outputs.length === 0 ? Effect.void : Effect.forEach(outputs, apply, { discard: true })
-        return route === undefined ? applied : Effect.zipRight(applied, Effect.suspend(() => current === undefined ? Effect.void : route(current)))
+        return Effect.void
       })
 
-    const stepWith = (input: TurnTracker.Input, route?: (record: TurnRecord) => Effect.Effect<void>) =>
-      lock.withPermits(1)(stepLocked(input, route))
+    /** One tracker step of the host's own (a send, a timer, an interrupt) and its outputs, under the lock. */
+    const stepLocked = (input: TurnTracker.Input): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const outputs = step(input)
+        return outputs.length === 0 ? Effect.void : applyAll(outputs)
+      })
 
-    const feed = (input: TurnTracker.Input) => stepWith(input)
-
-    const offer = (event: SessionEvent) => (record: TurnRecord) =>
-      belongsToTurn(event) ? Effect.sync(() => void record.events.unsafeOffer(event)) : Effect.void
+    const feed = (input: TurnTracker.Input) => lock.withPermits(1)(stepLocked(input))
 
     // Under the lock: the session's end is set before `failAll` takes it, so a
     // turn is either refused here or registered in time to be failed there.
@@ -238,8 +259,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     return {
       send,
-      onMessage: (message, event) => stepWith({ _tag: "Message", message }, offer(event)),
-      onOther: (event) => lock.withPermits(1)(current === undefined ? Effect.void : offer(event)(current)),
+      onEvents: (events) => events.length === 0 ? Effect.void : lock.withPermits(1)(stepEvents(events, 0)),
       interrupt: lock.withPermits(1)(Effect.sync(() => current !== undefined)).pipe(
         Effect.tap((live) => live ? feed({ _tag: "Interrupt" }) : Effect.void)
       ),

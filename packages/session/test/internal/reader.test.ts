@@ -32,7 +32,7 @@ const readShell = (script: string) =>
       state,
       events,
       record: eventRecord,
-      dispatch: (event) => Effect.sync(() => dispatched.push(event._tag)),
+      dispatch: (events) => Effect.sync(() => dispatched.push(...events.map((event) => event._tag))),
       drainGrace: "300 millis"
     })
     return { status, dispatched, published: yield* Queue.takeAll(bus), state: yield* SubscriptionRef.get(state), child }

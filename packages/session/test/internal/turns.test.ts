@@ -1,0 +1,70 @@
+/**
+ * The turns over the live bus, fed as the reader feeds them: a read of stdout
+ * at a time. Two host turns of a real capture, their events in one chunk or
+ * one at a time, reach the same turns in the same order, and each turn ends
+ * once, with the control answer left out of both.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { CliMessage as Messages } from "@skein/protocol"
+import { Chunk, Effect, Option, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { SessionClosed } from "../../src/SessionError.js"
+import type { SessionEvent } from "../../src/Turn.js"
+import * as Turns from "../../src/internal/turns.js"
+
+const fixtures = Path.join(import.meta.dirname, "..", "..", "..", "protocol", "test", "fixtures")
+
+/** A capture's lines as the reader decodes them, with a line that is not JSON after the first. */
+const capture = (file: string): ReadonlyArray<SessionEvent> => {
+  const lines = Fs.readFileSync(Path.join(fixtures, file), "utf8").split("\n").filter((l) => l.trim().length > 0)
+  return [lines[0]!, "not json", ...lines.slice(1)].map((line, i) => Messages.decodeLine(line, i + 1))
+}
+
+const describeEvent = (event: SessionEvent): string =>
+  event._tag === "Message"
+    ? `${event.message.type}${"subtype" in event.message ? `/${String(event.message.subtype)}` : ""}`
+    : event._tag
+
+/** Sends two turns, feeds both answers in `reads`, and returns what each turn got and how it ended. */
+const runTurns = (reads: (events: ReadonlyArray<SessionEvent>) => ReadonlyArray<ReadonlyArray<SessionEvent>>) =>
+  Effect.gen(function*() {
+    const written: Array<string> = []
+    const turns = yield* Turns.make({
+      tracker: {},
+      writeUser: (content) => Effect.sync(() => void written.push(String(content))),
+      cost: Effect.succeed(0),
+      ended: Effect.succeed(Option.none()),
+      closed: new SessionClosed()
+    })
+    const first = yield* turns.send("one")
+    const second = yield* turns.send("two")
+    const answer = capture("text-thinking.ndjson")
+    for (const read of reads([...answer, ...answer])) yield* turns.onEvents(read)
+    const summaries = [yield* first.result, yield* second.result]
+    const got = [
+      Chunk.toReadonlyArray(yield* Stream.runCollect(first.events)).map(describeEvent),
+      Chunk.toReadonlyArray(yield* Stream.runCollect(second.events)).map(describeEvent)
+    ]
+    yield* Effect.yieldNow()
+    return { written, got, ends: summaries.map((s) => `${s.endReason}:${s.results.length}`) }
+  })
+
+describe("turns", () => {
+  it.scoped("one chunk or one event at a time: the same turns get the same events, and each ends once", () =>
+    Effect.gen(function*() {
+      const chunked = yield* runTurns((events) => [events])
+      const single = yield* runTurns((events) => events.map((event) => [event]))
+      expect(chunked).toEqual(single)
+      expect(chunked.ends).toEqual(["idle:1", "idle:1"])
+      expect(chunked.written).toEqual(["one", "two"])
+      const [first, second] = chunked.got
+      // The answer to the host's initialize is plumbing: in no turn.
+      expect(first!.some((e) => e.startsWith("control_response"))).toBe(false)
+      expect(first!.at(-1)).toBe("system/session_state_changed")
+      expect(first!.filter((e) => e === "result/success")).toHaveLength(1)
+      expect(first).toContain("Unparseable")
+      // The second turn starts with the first event after the first's idle.
+      expect(second).toEqual(first)
+    }))
+})
