@@ -25,6 +25,7 @@ import { onEnd, onTurnEnded, onTurnStarted } from "./internal/turns.js"
 import { onUser } from "./internal/userMessages.js"
 
 export type Options = S.Options
+export type HostInfo = S.HostInfo
 export type State = S.State
 
 export type Input =
@@ -38,6 +39,8 @@ export type Input =
   | { readonly _tag: "PermissionAnswered"; readonly requestId: string; readonly reply: Canonical.PermissionReply }
   | { readonly _tag: "QuestionAnswered"; readonly requestId: string; readonly answers: ReadonlyArray<ReadonlyArray<string>> }
   | { readonly _tag: "QuestionRejected"; readonly requestId: string }
+  /** The host renamed the session: later `session.updated` events carry the title. Emits nothing: the host announces the rename itself. */
+  | { readonly _tag: "Retitled"; readonly title: string }
   /** No more input: every open part closes as an interrupted turn closes it. */
   | { readonly _tag: "End" }
 
@@ -71,6 +74,8 @@ const apply = (state: State, events: S.Events, input: Input): State => {
       return answer(state, events, input.requestId, { _tag: "Question", answers: input.answers })
     case "QuestionRejected":
       return answer(state, events, input.requestId, { _tag: "Rejected" })
+    case "Retitled":
+      return S.retitled(state, input.title)
     case "End":
       return onEnd(state, events)
   }

@@ -140,3 +140,56 @@ describe("Ids", () => {
     expect(Ids.part(42, Ids.Slot.stepFinish, message) > parts[3]!).toBe(true)
   })
 })
+
+describe("what the host knows of the session", () => {
+  const capture = captures().find((c) => c.name === "two-tools")!
+  const created = 1_790_000_000_000
+  const host: EventTranslator.HostInfo = { title: "Two tools", created, projectID: "prj_test", version: "skein" }
+  const infos = (events: ReadonlyArray<Canonical.CanonicalEvent>) =>
+    events.flatMap((e) => (e.type === "session.updated" ? [e.properties.info] : []))
+  const isSystem = (input: EventTranslator.Input, subtype: string) =>
+    input._tag === "Cli" && input.event._tag === "Message" && input.event.message.type === "system" &&
+    input.event.message.subtype === subtype
+
+  /** The capture's inputs, with a rename right after `init`. */
+  const renamedAfterInit = Effect.map(Stream.runCollect(EventTranslator.withTurns(Stream.fromIterable(capture.events))), (chunk) =>
+    Chunk.toReadonlyArray(chunk).flatMap((input): ReadonlyArray<EventTranslator.Input> =>
+      isSystem(input, "init") ? [input, { _tag: "Retitled", title: "Renamed" }] : [input]
+    ))
+
+  it("is what session.updated carries at init and at status, with the same ids", () => {
+    const events = translate(capture, { host })
+    const [init, ...rest] = infos(events)
+    expect(init).toMatchObject({ title: "Two tools", projectID: "prj_test", version: "skein", time: { created } })
+    expect(init?.time.updated).toBeGreaterThanOrEqual(created)
+    expect(rest.length).toBeGreaterThan(0)
+    for (const info of rest) expect(info).toMatchObject({ title: "Two tools", projectID: "prj_test", time: { created } })
+    expect(events.map((e) => e.type)).toEqual(translate(capture).map((e) => e.type))
+    expect(init?.id).toBe(infos(translate(capture))[0]?.id)
+  })
+
+  it.effect("takes a rename: it emits nothing, and the next session.updated (at status) has the new title", () =>
+    Effect.gen(function*() {
+      const inputs = yield* renamedAfterInit
+      let state = EventTranslator.initial({ cliSessionId: capture.cliSessionId, host })
+      const out: Array<Canonical.CanonicalEvent> = []
+      for (const input of inputs) {
+        const [next, events] = EventTranslator.step(state, input)
+        if (input._tag === "Retitled") expect(events).toEqual([])
+        state = next
+        out.push(...events)
+      }
+      const statuses = inputs.filter((i) => isSystem(i, "status"))
+      expect(statuses.length).toBeGreaterThan(0)
+      expect(infos(out).map((i) => i.title)).toEqual(["Two tools", ...statuses.map(() => "Renamed")])
+    }))
+
+  it("without it, a session.updated has no title, project or creation time, as before", () => {
+    for (const info of infos(translate(capture))) {
+      expect(info.title).toBe("")
+      expect(info.time.created).toBe(0)
+      expect(info).not.toHaveProperty("projectID")
+      expect(info).not.toHaveProperty("version")
+    }
+  })
+})

@@ -6,6 +6,20 @@
 import type { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
 
+/**
+ * What the host knows of the session that the CLI never prints: its clients
+ * replace their session with each `session.updated`, so without it a title
+ * would go blank and the creation date would be 1970.
+ */
+export interface HostInfo {
+  readonly title?: string | undefined
+  /** Epoch ms. Unlike `createdAt` it leaves the `ses_` id as it is. */
+  readonly created?: number | undefined
+  readonly projectID?: string | undefined
+  readonly parentID?: string | undefined
+  readonly version?: string | undefined
+}
+
 export interface Options {
   /** The CLI's session UUID; the `ses_` id is derived from it. */
   readonly cliSessionId: string
@@ -15,6 +29,7 @@ export interface Options {
   readonly legacy?: boolean | undefined
   /** The working directory for assistant `path` (default: the `init` message's `cwd`). */
   readonly cwd?: string | undefined
+  readonly host?: HostInfo | undefined
 }
 
 export type BlockKind = "text" | "reasoning" | "tool"
@@ -128,6 +143,12 @@ export const initial = (options: Options): State => ({
   pendingCompaction: undefined,
   requestOrdinal: 0,
   promptOrdinal: 0
+})
+
+/** The host renamed the session; the title lives with the rest of what the host told. */
+export const retitled = (state: State, title: string): State => ({
+  ...state,
+  options: { ...state.options, host: { ...state.options.host, title } }
 })
 
 export type Events = Array<Canonical.CanonicalEvent>

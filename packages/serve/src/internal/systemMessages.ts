@@ -13,18 +13,26 @@ import { field, numberField, stringField } from "./state.js"
 const taskStatus = (status: string): Canonical.TaskStatus =>
   status === "completed" ? "completed" : status === "killed" || status === "stopped" ? "stopped" : "failed"
 
-export const sessionInfo = (state: State): Canonical.SessionInfo => ({
-  id: state.sessionID,
-  title: "",
-  directory: state.cwd ?? "",
-  time: {
-    created: state.options.createdAt ?? 0,
-    updated: state.clock,
-    ...(state.compacting ? { compacting: state.clock } : {})
-  },
-  ...(state.model !== undefined ? { model: { providerID: "anthropic", modelID: state.model } } : {}),
-  ...(state.permissionMode !== undefined ? { permissionMode: state.permissionMode } : {})
-})
+export const sessionInfo = (state: State): Canonical.SessionInfo => {
+  const host = state.options.host
+  const created = host?.created ?? state.options.createdAt ?? 0
+  return {
+    id: state.sessionID,
+    title: host?.title ?? "",
+    directory: state.cwd ?? "",
+    ...(host?.projectID !== undefined ? { projectID: host.projectID } : {}),
+    ...(host?.parentID !== undefined ? { parentID: host.parentID } : {}),
+    ...(host?.version !== undefined ? { version: host.version } : {}),
+    time: {
+      created,
+      // Before the CLI's first stamped message its clock is 0: never older than the session.
+      updated: host?.created !== undefined ? Math.max(state.clock, created) : state.clock,
+      ...(state.compacting ? { compacting: state.clock } : {})
+    },
+    ...(state.model !== undefined ? { model: { providerID: "anthropic", modelID: state.model } } : {}),
+    ...(state.permissionMode !== undefined ? { permissionMode: state.permissionMode } : {})
+  }
+}
 
 const statusText: Readonly<Record<number, string>> = {
   429: "Rate limited",
