@@ -144,12 +144,22 @@ const untilEnded = (session: LiveSession.LiveSession, before: number, settle: Du
 const lastAssistant = <M extends { readonly info: { readonly role: string } }>(messages: ReadonlyArray<M>) =>
   Option.fromNullable(messages.findLast((m) => m.info.role === "assistant"))
 
+/** What the registry knows and the CLI does not: the translator's `session.updated` carries it as the registry's own does. */
+const hostInfo = (k: Known): EventTranslator.HostInfo => ({
+  title: k.title,
+  created: k.created,
+  projectID: projectIdOf(k.directory),
+  version: "skein",
+  ...(k.parentID === undefined ? {} : { parentID: k.parentID })
+})
+
 /** Where translation starts: the history of a transcript being resumed, else nothing. */
 const initialState = (path: string, k: Known, resume: boolean, legacy: boolean) => {
-  const fresh = EventTranslator.initial({ cliSessionId: k.cliSessionId, cwd: k.directory, legacy })
+  const host = hostInfo(k)
+  const fresh = EventTranslator.initial({ cliSessionId: k.cliSessionId, cwd: k.directory, legacy, host })
   return resume
     ? History.fromTranscript(path, { cliSessionId: k.cliSessionId, cwd: k.directory }).pipe(
-      Effect.map((h) => ({ ...h.state, options: { ...h.state.options, legacy } })),
+      Effect.map((h) => ({ ...h.state, options: { ...h.state.options, legacy, host } })),
       Effect.orElseSucceed(() => fresh)
     )
     : Effect.succeed(fresh)
@@ -227,10 +237,22 @@ const mark = (core: Core, sessionID: string, k: Known) =>
     }).pipe(Effect.mapError(failed(sessionID, "recording the session")))
   })
 
+/** A running session's translator takes the new title; a stopped one reads it from the catalog when it starts. */
+const retitleLive = (core: Core, sessionID: string, title: string) =>
+  Effect.gen(function*() {
+    const slot = core.slots.get(sessionID)
+    if (slot === undefined) return
+    const ready = yield* Deferred.poll(slot.ready)
+    if (Option.isSome(ready)) yield* ready.value.pipe(Effect.flatMap((live) => live.inject({ _tag: "Retitled", title })), Effect.ignore)
+  })
+
 const update = (core: Core) =>
   Effect.fn("SessionRegistry.update")(function*(sessionID: string, patch: { readonly title?: string | undefined }) {
     const k = yield* core.catalog.lookup(sessionID)
-    if (patch.title !== undefined) k.title = patch.title
+    if (patch.title !== undefined) {
+      k.title = patch.title
+      yield* retitleLive(core, sessionID, patch.title)
+    }
     k.updated = Date.now()
     yield* mark(core, sessionID, k)
     const info = infoOf(sessionID, k)
@@ -369,6 +391,8 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
         session: sessionOptions(options, k, resume)
       }).pipe(
         Effect.tap((session) => Deferred.succeed(slot.ready, session)),
+        // A rename while the CLI started found no live session to tell.
+        Effect.tap((session) => session.inject({ _tag: "Retitled", title: k.title })),
         Effect.tap((session) => Effect.when(FiberMap.run(watchers, sessionID, watchIdle(sessionID, slot, session)), () => Duration.isFinite(idleTimeout))),
         Effect.flatMap((session) => session.session.exit),
         Effect.catchAll((error) => Deferred.fail(slot.ready, new SessionFailed({ sessionID, reason: String(error) }))),

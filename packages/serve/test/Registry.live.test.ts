@@ -2,18 +2,29 @@
  * The registry's lifecycle and the CLI's own tools behind the routes, with
  * the real CLI and FakeModel: a session stopped when idle and woken by the
  * next prompt, prompts queued behind a busy session, `AskUserQuestion`
- * answered from a client, the todo list from `TodoWrite`.
+ * answered from a client, the todo list from `TodoWrite`, a live session's
+ * `session.updated` events keeping its title (and a rename) and creation time.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { createOpencodeClient as createV2 } from "@opencode-ai/sdk/v2"
+import { Canonical } from "@skein/protocol"
 import { FakeModel } from "@skein/testkit"
-import { Effect, Schedule } from "effect"
+import { Effect, Option, Schedule, Schema } from "effect"
 import * as Harness from "./harness.js"
 
 const { collectUntil } = Harness
 type AnyEvent = Harness.AnyEvent
 
 const idles = (seen: ReadonlyArray<AnyEvent>) => seen.filter((e) => e.type === "session.idle").length
+
+const decodeInfo = Schema.decodeUnknownOption(Canonical.SessionInfo)
+
+/** The `session.updated` infos of one session; the translator's carry the CLI's `model`, the registry's do not. */
+const updatesOf = (seen: ReadonlyArray<AnyEvent>, sessionID: string) =>
+  seen.flatMap((e) => {
+    const info = e.type === "session.updated" ? decodeInfo(e.properties["info"]) : Option.none()
+    return Option.isSome(info) && info.value.id === sessionID ? [info.value] : []
+  })
 
 describe("the session registry with the real CLI", () => {
   it.scopedLive("an idle session stops after idleTimeout; prompt_async wakes it (--resume), and queues behind a busy turn", () =>
@@ -48,6 +59,10 @@ describe("the session registry with the real CLI", () => {
       expect(woken.statuses).toEqual([204, 204])
       expect(idles(woken.seen)).toBe(2)
       expect(woken.messages.map((m) => m.info.role)).toEqual(["user", "assistant", "user", "assistant", "user", "assistant"])
+      // The resumed translator knows the session as the registry does.
+      const resumedInfos = updatesOf(woken.seen, session.id)
+      expect(resumedInfos.filter((i) => i.model !== undefined).length).toBeGreaterThan(0)
+      for (const info of resumedInfos) expect(info).toMatchObject({ title: session.title, time: { created: session.time.created } })
       const resumed = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(FakeModel.messagesText(resumed)).toContain("First answer.")
       const queued = yield* model.awaitRequest(2, FakeModel.isConversation)
@@ -123,5 +138,43 @@ describe("the session registry with the real CLI", () => {
         { content: "write the test", status: "completed", priority: "medium" },
         { content: "run it", status: "in_progress", priority: "medium" }
       ])
+    }))
+
+  it.scopedLive("a live session's session.updated events keep its title and creation time, and take a rename", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("First answer."), FakeModel.text("Second answer.")] })
+      const server = yield* Harness.start(model)
+      const client = createV2({ baseUrl: server.url, headers: server.headers, directory: server.dirs.cwd })
+      const r = yield* Effect.promise(async () => {
+        const session = (await client.session.create({ title: "Kept title" })).data!
+        const { stream } = await client.event.subscribe()
+        let count = 0
+        const events = collectUntil(stream, async (e) => {
+          if (e.type !== "session.idle") return false
+          if (++count === 2) return true
+          await client.session.update({ sessionID: session.id, title: "New title" })
+          await client.session.promptAsync({ sessionID: session.id, parts: [{ type: "text", text: "two" }] })
+          return false
+        })
+        await client.session.promptAsync({ sessionID: session.id, parts: [{ type: "text", text: "one" }] })
+        const seen = await events
+        const got = (await client.session.get({ sessionID: session.id })).data!
+        return { session, seen, got }
+      })
+      // One CLI process served both turns.
+      expect(yield* server.registry.running).toEqual([r.session.id])
+      expect(r.session.time.created).toBeGreaterThan(0)
+      const renamedAt = r.seen.findIndex((e) => updatesOf([e], r.session.id).some((i) => i.title === "New title"))
+      expect(renamedAt).toBeGreaterThan(0)
+      const before = updatesOf(r.seen.slice(0, renamedAt), r.session.id)
+      const after = updatesOf(r.seen.slice(renamedAt), r.session.id)
+      const fromCli = (infos: ReadonlyArray<Canonical.SessionInfo>) => infos.filter((i) => i.model !== undefined)
+      expect(fromCli(before).length).toBeGreaterThan(0)
+      for (const info of before) {
+        expect(info).toMatchObject({ title: "Kept title", projectID: r.session.projectID, version: "skein", time: { created: r.session.time.created } })
+      }
+      expect(fromCli(after).length).toBeGreaterThan(0)
+      for (const info of after) expect(info).toMatchObject({ title: "New title", time: { created: r.session.time.created } })
+      expect(r.got).toMatchObject({ id: r.session.id, title: "New title", time: { created: r.session.time.created } })
     }))
 })
