@@ -11,10 +11,9 @@
  * `Fiber.interrupt(owner)`. "gone" stops when /proc shows all 20 pids gone;
  * "closed" when the interrupt returns, i.e. every release has also swept
  * /proc for escapees and rewritten the journal. The scope's finalizers run
- * the stop sequence (close stdin, stdin grace, SIGTERM, term grace, SIGKILL;
- * no SIGTERM with a zero term grace) and then SIGKILL each group; the grace
- * periods used are printed. The shells and sleeps die on SIGTERM, so a
- * nonzero term grace is not waited out.
+ * the stop sequence (close stdin, stdin grace, SIGTERM, term grace, SIGKILL)
+ * and then SIGKILL each group; the grace periods used are printed. The shells
+ * and sleeps die on SIGTERM, so a nonzero term grace is not waited out.
  *
  * "stall" is the longest the event loop was blocked during the close
  * (`monitorEventLoopDelay`, 1 ms resolution): the cost every other session

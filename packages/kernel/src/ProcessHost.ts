@@ -76,8 +76,7 @@ export interface ExitStatus {
 
 /**
  * The delays of the stop escalation: close stdin, wait `stdinGrace`, SIGTERM
- * the group, wait `termGrace`, SIGKILL the group. A zero `termGrace` skips
- * the SIGTERM: the group would have no time to act on it.
+ * the group, wait `termGrace`, SIGKILL the group.
  *
  * @since 0.0.0
  */

@@ -1,7 +1,6 @@
 /**
  * Ending a child. `stop` escalates: close stdin, wait `stdinGrace`, SIGTERM
- * the group, wait `termGrace`, SIGKILL the group (with a zero `termGrace`,
- * no SIGTERM). `release`, run when the
+ * the group, wait `termGrace`, SIGKILL the group. `release`, run when the
  * spawn's scope closes, stops, then always SIGKILLs the group (the leader
  * exiting says nothing about its background children) and every escaped
  * process carrying the child's marker, and drops it from the journal.
@@ -76,13 +75,9 @@ const escalate = <A>(
     yield* options.closeStdin
     const afterStdin = yield* waitFor(exited, timeouts.stdinGrace)
     if (Option.isSome(afterStdin)) return early(afterStdin.value)
-    // A SIGTERM the group has no time to act on only has it run its handlers
-    // while it is killed: with no term grace, SIGKILL comes alone.
-    if (!Duration.isZero(timeouts.termGrace)) {
-      yield* kill("SIGTERM")
-      const afterTerm = yield* waitFor(exited, timeouts.termGrace)
-      if (Option.isSome(afterTerm)) return early(afterTerm.value)
-    }
+    yield* kill("SIGTERM")
+    const afterTerm = yield* waitFor(exited, timeouts.termGrace)
+    if (Option.isSome(afterTerm)) return early(afterTerm.value)
     yield* kill("SIGKILL")
     return yield* afterKill
   }).pipe(Effect.withSpan("ProcessHost.stop", { attributes: { pid: options.pid } }))
