@@ -91,7 +91,7 @@ export interface CompactableSession {
  */
 export interface Live {
   readonly session: Session.Session
-  /** The CLI's session id; known before any turn when the CLI was resumed by id. */
+  /** The CLI's session id; known before any turn when the CLI was resumed by id (`Session.knownSessionId`). */
   readonly sessionId: Effect.Effect<string, SessionError.TurnError>
   readonly suspend: <A, E, R>(
     during: (stopped: Stopped) => Effect.Effect<A, E, R>
@@ -109,12 +109,6 @@ interface Incarnation {
   readonly sent: Ref.Ref<boolean>
 }
 
-/** A plain `--resume <id>` keeps the id; a fork or a resume by path does not tell it. */
-const resumedAs = (options: Session.SessionOptions): Option.Option<string> =>
-  options.resume !== undefined && options.forkSession !== true && !options.resume.endsWith(".jsonl")
-    ? Option.some(options.resume)
-    : Option.none()
-
 /**
  * Quiet: the authoritative idle, or gone; or a CLI resumed by id that has
  * had no turn yet (it prints nothing, not even `init`, until its first
@@ -123,9 +117,6 @@ const resumedAs = (options: Session.SessionOptions): Option.Option<string> =>
 const isQuiet = (incarnation: Incarnation, sent: boolean) => (state: SessionState.SessionState) =>
   state.status === "idle" || state.status === "exited" ||
   (state.status === "starting" && !sent && Option.isSome(incarnation.resumedAs))
-
-const sessionIdOf = (incarnation: Incarnation): Effect.Effect<string, SessionError.TurnError> =>
-  Option.match(incarnation.resumedAs, { onNone: () => incarnation.session.sessionId, onSome: Effect.succeed })
 
 /** The compaction state after an event of a pass. Pure. */
 export const recordEvent = (state: SessionState.CompactionState, event: Compaction.Event): SessionState.CompactionState => {
@@ -169,7 +160,7 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
         const pump = yield* Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(restore(Queue.take(bus)), (e) => PubSub.publish(events, e))
         ).pipe(Effect.forever, Effect.forkScoped)
-        return { session, scope: child, pump, resumedAs: resumedAs(launchOptions), sent: yield* Ref.make(false) }
+        return { session, scope: child, pump, resumedAs: Session.knownSessionId(launchOptions), sent: yield* Ref.make(false) }
       })
       const incarnation = yield* Scope.extend(started, child).pipe(
         Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
@@ -191,7 +182,7 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
   const stop = Effect.gen(function*() {
     const incarnation = Option.getOrThrow(yield* SubscriptionRef.get(live))
     const { session } = incarnation
-    const sessionId = yield* sessionIdOf(incarnation)
+    const sessionId = yield* incarnation.session.sessionId
     yield* session.end
     yield* session.exit
     yield* session.state.changes.pipe(Stream.filter((s) => s.status === "exited"), Stream.runHead, Effect.timeout("5 seconds"), Effect.ignore)
@@ -224,7 +215,7 @@ export const start = Effect.fn("CompactableSession.start")(function*(options: Se
         const incarnation = yield* currentIncarnation
         const sent = yield* Ref.get(incarnation.sent)
         yield* incarnation.session.state.changes.pipe(Stream.filter(isQuiet(incarnation, sent)), Stream.runHead)
-        return yield* f({ session: incarnation.session, sessionId: sessionIdOf(incarnation), suspend: cycle })
+        return yield* f({ session: incarnation.session, sessionId: incarnation.session.sessionId, suspend: cycle })
       })
     )
 

@@ -117,7 +117,10 @@ export const eventRecord = (event: SessionEvent): Json.JsonObject => {
 
 export interface Session {
   readonly pid: number
-  /** The CLI's session id, from `system/init` (which arrives with the first turn). */
+  /**
+   * The CLI's session id: at once for a plain resume by id (see
+   * `knownSessionId`), else from `system/init`, which arrives with the first turn.
+   */
   readonly sessionId: Effect.Effect<string, TurnError>
   readonly state: Subscribable.Subscribable<SessionState.SessionState>
   /** Every decoded message and diagnostic from the moment of subscription on. */
@@ -159,6 +162,16 @@ export interface Session {
 const closeInterruptWait = Duration.seconds(1)
 
 const millisOf = (d: Duration.DurationInput | undefined) => d === undefined ? undefined : Duration.toMillis(Duration.decode(d))
+
+/**
+ * The session id a start with these options will have, when they tell it: a
+ * plain `--resume <id>` continues that session; a fork, a resume by path and
+ * a new session learn theirs from `init`.
+ */
+export const knownSessionId = (options: Pick<SessionOptions, "resume" | "forkSession">): Option.Option<string> =>
+  options.resume !== undefined && options.forkSession !== true && !options.resume.endsWith(".jsonl")
+    ? Option.some(options.resume)
+    : Option.none()
 
 /** Fails at once when `--resume` names a transcript the CLI would not find. */
 const checkResume = (options: SessionOptions) =>
@@ -214,9 +227,9 @@ const recordInit = (context: {
     const { options, state } = context
     yield* Deferred.succeed(context.sessionId, message.session_id)
     yield* context.trace.onInit(message)
-    const resumed = options.resume
-    if (resumed !== undefined && options.forkSession !== true && !resumed.endsWith(".jsonl") && resumed !== message.session_id) {
-      yield* Effect.logWarning(`Session: resumed ${resumed}, but the CLI reports ${message.session_id}`)
+    const resumed = knownSessionId(options)
+    if (Option.isSome(resumed) && resumed.value !== message.session_id) {
+      yield* Effect.logWarning(`Session: resumed ${resumed.value}, but the CLI reports ${message.session_id}`)
     }
     const transcriptPath = Paths.transcriptPath(context.root, message.cwd, message.session_id)
     yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
@@ -244,6 +257,9 @@ const runOn = Effect.fnUntraced(function*(
   })
   const events = yield* PubSub.unbounded<SessionEvent>()
   const sessionId = yield* Deferred.make<string, TurnError>()
+  // A resumed CLI prints `init` only with its first turn; its id is known before that.
+  const known = knownSessionId(options)
+  if (Option.isSome(known)) yield* Deferred.succeed(sessionId, known.value)
   const ended = yield* Deferred.make<TurnError>()
   const hostClosedStdin = yield* Ref.make(false)
   const endedWith = Deferred.poll(ended).pipe(

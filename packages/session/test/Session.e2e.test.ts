@@ -241,6 +241,8 @@ describe("Session e2e with the real CLI", () => {
       // Resume: same id, and the parent's history first.
       yield* Effect.scoped(Effect.gen(function*() {
         const resumed = yield* Session.start(Live.liveOptions(model, d, { resume: parentId }))
+        // Known before any turn: the resumed CLI prints `init` only once it has a user message.
+        expect(yield* resumed.sessionId).toBe(parentId)
         const summary = yield* Effect.flatMap(resumed.send("What was the word?"), (t) => t.result)
         expect(summary.text).toBe("It was kumquat.")
         expect(yield* resumed.sessionId).toBe(parentId)
@@ -265,6 +267,9 @@ describe("Session e2e with the real CLI", () => {
       expect(afterResume).toContain("What was the word?")
 
       // Fork: a new id over the parent's history; the parent's transcript is left alone.
+      // A fork learns its own id from `init`.
+      expect(Session.knownSessionId({ resume: parentId, forkSession: true })).toEqual(Option.none())
+      expect(Session.knownSessionId({ resume: parentTranscript })).toEqual(Option.none())
       const forked = yield* Session.start(Live.liveOptions(model, d, { resume: parentId, forkSession: true }))
       yield* Effect.flatMap(forked.send("And in the fork?"), (t) => t.result)
       const forkId = yield* forked.sessionId
