@@ -85,7 +85,17 @@ export const Message = Schema.Struct({
 export const Todo = Schema.Struct({ content: Schema.String, status: Schema.String, priority: Schema.String })
   .annotations({ identifier: "Todo" })
 
-/** Only text parts reach the CLI; other part types are accepted and left out. */
+/**
+ * Text and file parts reach the CLI (a file as an image, a PDF or a text
+ * document; see `promptContent`); other part types are accepted and left out.
+ */
+export const FilePartInput = Schema.Struct({
+  type: Schema.Literal("file"),
+  mime: Schema.String,
+  url: Schema.String,
+  filename: Schema.optional(Schema.String)
+})
+
 export const PromptBody = Schema.Struct({
   messageID: Schema.optional(Schema.String),
   model: Schema.optional(Canonical.ModelRef),
@@ -94,6 +104,7 @@ export const PromptBody = Schema.Struct({
   system: Schema.optional(Schema.String),
   parts: Schema.Array(Schema.Union(
     Schema.Struct({ type: Schema.Literal("text"), text: Schema.String, synthetic: Schema.optional(Schema.Boolean) }),
+    FilePartInput,
     Schema.Struct({ type: Schema.String })
   ))
 }).annotations({ identifier: "PromptBody" })
