@@ -261,8 +261,19 @@ export const SubtaskPart = Schema.Struct({
 }).annotations({ identifier: "SubtaskPart" })
 export type SubtaskPart = typeof SubtaskPart.Type
 
+/** A file the user attached: an image, a PDF or a text document, its content in a `data:` URL. */
+export const FilePart = Schema.Struct({
+  ...partBase,
+  type: Schema.Literal("file"),
+  mime: Schema.String,
+  url: Schema.String,
+  filename: Schema.optional(Schema.String)
+}).annotations({ identifier: "FilePart" })
+export type FilePart = typeof FilePart.Type
+
 export const Part = Schema.Union(
   TextPart,
+  FilePart,
   ReasoningPart,
   ToolPart,
   StepStartPart,

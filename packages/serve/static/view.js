@@ -186,7 +186,8 @@ const drawPart = (part, open) => {
     case "subtask":
       return h("p", { class: "marker", "data-part": part.id, text: `subtask: ${part.description ?? part.prompt ?? ""}` })
     case "file":
-      return h("p", { class: "muted", "data-part": part.id, text: `file ${part.filename ?? part.url}` })
+      // A data URL is the file itself: name it, never print it.
+      return h("p", { class: "muted", "data-part": part.id, text: `file ${part.filename ?? (part.url.startsWith("data:") ? part.mime : part.url)}` })
     default:
       return undefined
   }

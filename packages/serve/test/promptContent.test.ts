@@ -97,9 +97,9 @@ describe("file parts through skein serve to the real CLI", () => {
       const server = yield* Harness.start(model)
       Fs.writeFileSync(Path.join(server.dirs.cwd, "notes.md"), "kumquat\n")
       const client = createOpencodeClient({ baseUrl: server.url, headers: server.headers, directory: server.dirs.cwd })
-      const reply = yield* Effect.promise(async () => {
+      const { messages, reply } = yield* Effect.promise(async () => {
         const session = (await client.session.create({})).data!
-        return client.session.prompt({
+        const reply = await client.session.prompt({
           sessionID: session.id,
           parts: [
             { type: "text", text: "What do you see?" },
@@ -107,6 +107,7 @@ describe("file parts through skein serve to the real CLI", () => {
             { type: "file", mime: "text/markdown", url: Url.pathToFileURL(Path.join(server.dirs.cwd, "notes.md")).href, filename: "notes.md" }
           ]
         })
+        return { reply, messages: (await client.session.messages({ sessionID: session.id })).data! }
       })
       expect(reply.data?.parts.flatMap((p) => (p.type === "text" ? [p.text] : []))).toEqual(["I see a dot and your notes."])
       const request = yield* model.awaitRequest(0, FakeModel.isConversation)
@@ -116,6 +117,13 @@ describe("file parts through skein serve to the real CLI", () => {
         expect.objectContaining({ type: "image", source: { type: "base64", media_type: "image/png", data: png } }),
         expect.objectContaining({ type: "document", title: "notes.md", source: { type: "text", media_type: "text/plain", data: "kumquat\n" } })
       ]))
+      // The history shows the attachments as file parts, their content in data URLs.
+      const prompt = messages.find((m) => m.info.role === "user")!
+      expect(prompt.parts.map((p) => p.type === "file" ? { type: p.type, mime: p.mime, url: p.url, filename: p.filename } : { type: p.type })).toEqual([
+        { type: "text" },
+        { type: "file", mime: "image/png", url: `data:image/png;base64,${png}`, filename: undefined },
+        { type: "file", mime: "text/plain", url: `data:text/plain;base64,${Buffer.from("kumquat\n").toString("base64")}`, filename: "notes.md" }
+      ])
       // And a refused file answers 400 with its reason, sending nothing to the CLI.
       const refused = yield* Effect.promise(() =>
         fetch(`${server.url}/session/${reply.data!.info.sessionID}/message?directory=${encodeURIComponent(server.dirs.cwd)}`, {

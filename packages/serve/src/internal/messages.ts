@@ -240,13 +240,18 @@ export const finishAssistant = (state: State, events: Events): State => {
 }
 
 /** Opens a user message with the given text blocks; `uuid` is the CLI's entry uuid. */
+/** What a user message shows: its texts and the files attached to it, in order. */
+export type UserContent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "file"; readonly mime: string; readonly url: string; readonly filename?: string | undefined }
+
 export const openUser = (
   state: State,
   events: Events,
   options: {
     readonly uuid: string
     readonly created: number
-    readonly texts: ReadonlyArray<string>
+    readonly contents: ReadonlyArray<UserContent>
     readonly synthetic: boolean
     /** A prompt: the live stream does not show it, so it takes an ordinal of its own range. */
     readonly prompt: boolean
@@ -258,16 +263,20 @@ export const openUser = (
   const seed = Ids.seed(identity(state, options.uuid))
   const id = Ids.make("msg", key, seed)
   events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created } }))
-  options.texts.forEach((text, index) => {
-    events.push(partUpdated(state, {
-      id: Ids.part(key, Ids.Slot.block(index), seed),
-      sessionID: state.sessionID,
-      messageID: id,
-      type: "text",
-      text,
-      ...(options.synthetic ? { synthetic: true } : {}),
-      time: { start: options.created, end: options.created }
-    }))
+  options.contents.forEach((content, index) => {
+    const base = { id: Ids.part(key, Ids.Slot.block(index), seed), sessionID: state.sessionID, messageID: id }
+    events.push(partUpdated(
+      state,
+      content.type === "text"
+        ? {
+          ...base,
+          type: "text",
+          text: content.text,
+          ...(options.synthetic ? { synthetic: true } : {}),
+          time: { start: options.created, end: options.created }
+        }
+        : { ...base, ...content }
+    ))
   })
   return { ...state, userOrdinal, promptOrdinal, lastUserMessageID: id }
 }

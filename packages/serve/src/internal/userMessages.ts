@@ -4,6 +4,7 @@
  * text becomes a user message with text parts.
  */
 import { Anthropic, Canonical } from "@skein/protocol"
+import type { UserContent } from "./messages.js"
 import { finishAssistant, flushCompaction, openUser, partUpdated, tickUser } from "./messages.js"
 import type { Events, OpenTool, State } from "./state.js"
 import { deleteMap, field } from "./state.js"
@@ -26,15 +27,20 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
   // A whole (not streamed) assistant message ends where the next user message begins.
   let next = state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state
   const texts: Array<string> = []
+  const contents: Array<UserContent> = []
   for (const block of blocks) {
     if (!Anthropic.isKnownBlock(block)) continue
     if (block.type === "tool_result") {
       next = completeTool(next, events, block, user)
     } else if (block.type === "text") {
       texts.push(block.text)
+      contents.push({ type: "text", text: block.text })
+    } else {
+      const file = fileOf(block)
+      if (file !== undefined) contents.push(file)
     }
   }
-  if (texts.length === 0) return next
+  if (contents.length === 0) return next
   const prompt = isPrompt(user, texts)
   // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
   if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
@@ -42,10 +48,31 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
   return openUser(next, events, {
     uuid: user.uuid ?? `user-${created}-${next.userOrdinal}`,
     created,
-    texts,
+    contents,
     synthetic: !prompt,
     prompt
   })
+}
+
+/**
+ * An image or a document the user attached, as opencode's file part: its
+ * content in a `data:` URL, so a client shows it as it shows its own. A
+ * source that is a URL or a file the API fetches keeps its URL.
+ */
+const fileOf = (block: Anthropic.KnownContentBlock): UserContent | undefined => {
+  if (block.type !== "image" && block.type !== "document") return undefined
+  const source = block.source
+  const filename = block.type === "document" && typeof block.title === "string" ? { filename: block.title } : {}
+  switch (source.type) {
+    case "base64":
+      return { type: "file", mime: source.media_type, url: `data:${source.media_type};base64,${source.data}`, ...filename }
+    case "text":
+      return { type: "file", mime: source.media_type, url: `data:${source.media_type};base64,${Buffer.from(source.data, "utf8").toString("base64")}`, ...filename }
+    case "url":
+      return { type: "file", mime: block.type === "image" ? "image/*" : "application/octet-stream", url: source.url, ...filename }
+    default:
+      return undefined
+  }
 }
 
 /** Texts the CLI writes as user messages of its own (and prints on stdout). */
