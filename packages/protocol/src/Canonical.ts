@@ -341,6 +341,8 @@ const sessionID = { sessionID: Schema.String } as const
 
 export const SessionCreated = define("session.created", Schema.Struct({ info: SessionInfo }))
 export const SessionUpdated = define("session.updated", Schema.Struct({ info: SessionInfo }))
+/** The session left the listing (opencode's clients drop it from theirs); its transcript is archived, not erased. */
+export const SessionDeleted = define("session.deleted", Schema.Struct({ info: SessionInfo }))
 export const SessionStatusEvent = define("session.status", Schema.Struct({ ...sessionID, status: SessionStatus }))
 export const SessionIdle = define("session.idle", Schema.Struct(sessionID))
 export const SessionError = define(
@@ -530,6 +532,7 @@ export const LegacyResult = legacy("session.result")
 export const CanonicalEvent = Schema.Union(
   SessionCreated,
   SessionUpdated,
+  SessionDeleted,
   SessionStatusEvent,
   SessionIdle,
   SessionError,

@@ -202,12 +202,8 @@ interface Core {
 
 const failed = (sessionID: string, what: string) => (e: unknown) => new SessionFailed({ sessionID, reason: `${what}: ${String(e)}` })
 
-const publishInfo = (core: Core, type: "session.created" | "session.updated", info: SessionInfo) =>
-  Effect.orDie(core.events.publish(info.directory, [
-    type === "session.created"
-      ? Canonical.event("session.created", { info: canonicalInfo(info) })
-      : Canonical.event("session.updated", { info: canonicalInfo(info) })
-  ]))
+const publishInfo = (core: Core, type: "session.created" | "session.updated" | "session.deleted", info: SessionInfo) =>
+  Effect.orDie(core.events.publish(info.directory, [Canonical.event(type, { info: canonicalInfo(info) })]))
 
 /** The history, or none before the CLI wrote its transcript. */
 const loadHistory = (core: Core, sessionID: string, k: Known) =>
@@ -275,7 +271,8 @@ const remove = (core: Core) =>
         Effect.mapError(failed(sessionID, "archiving the transcript"))
       )
     }
-    // The canonical vocabulary has no `session.deleted` yet: clients learn it from the next list.
+    k.updated = Date.now()
+    yield* publishInfo(core, "session.deleted", infoOf(sessionID, k))
   })
 
 const fork = (core: Core) =>

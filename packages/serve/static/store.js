@@ -31,7 +31,7 @@ const sessionEntry = (store, id) => {
 export function putSession(store, info) {
   const entry = sessionEntry(store, info.id)
   const old = entry.info
-  // A live `session.updated` carries no title and no creation time: keep what the server listed.
+  // An event without a title or creation time (a transcript the server found, not made) keeps what the server listed.
   entry.info = {
     ...old,
     ...info,

@@ -49,7 +49,11 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
         const forkReply = (await client.session.prompt({ sessionID: fork.id, parts: [{ type: "text", text: "three" }] })).data!
         const summarized = (await client.session.summarize({ sessionID, providerID: "anthropic", modelID: "default" })).data
         const compacted = (await client.session.messages({ sessionID })).data!
+        const afterDelete = (await client.event.subscribe()).stream
+        const deletion = collectUntil(afterDelete, (e) =>
+          e.type === "session.deleted" && (e.properties["info"] as { id?: string } | undefined)?.id === fork.id)
         const deleted = (await client.session.delete({ sessionID: fork.id })).data
+        const deletedEvent = (await deletion).at(-1)
         const listed = (await client.session.list()).data!
         const gone = await client.session.get({ sessionID: fork.id })
         return {
@@ -67,6 +71,7 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
           summarized,
           compacted,
           deleted,
+          deletedEvent,
           listed,
           gone: gone.response.status
         }
@@ -91,6 +96,8 @@ describe("skein serve's session routes through @opencode-ai/sdk", () => {
       yield* model.awaitRequest(0, FakeModel.isCompaction)
       expect(r.compacted.flatMap((m) => m.parts).some((p) => p.type === "compaction")).toBe(true)
       expect(r.deleted).toBe(true)
+      // Clients drop it from their lists on the event, not only at the next list.
+      expect(r.deletedEvent?.properties["info"]).toMatchObject({ id: r.fork.id, title: r.fork.title, parentID: r.session.id })
       expect(r.listed.map((s) => s.id)).toContain(r.session.id)
       expect(r.listed.map((s) => s.id)).not.toContain(r.fork.id)
       expect(r.gone).toBe(404)
