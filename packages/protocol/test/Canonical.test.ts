@@ -42,7 +42,8 @@ const parts: ReadonlyArray<Canonical.Part> = [
     error: { name: "APIError", data: { message: "overloaded", isRetryable: true, statusCode: 529 } },
     time: { created: 99 }
   },
-  { id: "prt_7", sessionID, messageID, type: "subtask", prompt: "dig", description: "search", agent: "Explore" }
+  { id: "prt_7", sessionID, messageID, type: "subtask", prompt: "dig", description: "search", agent: "Explore" },
+  { id: "prt_8", sessionID, messageID, type: "file", mime: "image/png", url: "data:image/png;base64,iVBORw0KGgo=", filename: "dot.png" }
 ]
 
 const usage = { total_tokens: 100, tool_uses: 3, duration_ms: 4500 }
@@ -54,6 +55,9 @@ const events: ReadonlyArray<Canonical.CanonicalEvent> = [
   }),
   Canonical.event("session.updated", {
     info: { id: sessionID, title: "t2", directory: "/w", parentID: "ses_00", time: { created: 1, updated: 2 } }
+  }),
+  Canonical.event("session.deleted", {
+    info: { id: sessionID, title: "t2", directory: "/w", projectID: "prj_1", version: "skein", time: { created: 1, updated: 3 } }
   }),
   Canonical.event("session.status", { sessionID, status: { type: "busy" } }),
   Canonical.event("session.status", { sessionID, status: { type: "idle" } }),
@@ -184,7 +188,7 @@ const roundTrip = (input: unknown) =>
 describe("Canonical", () => {
   it("samples cover every event type", () => {
     expect(new Set(events.map((e) => e.type))).toEqual(new Set(Canonical.eventTypes))
-    expect(Canonical.eventTypes).toHaveLength(30)
+    expect(Canonical.eventTypes).toHaveLength(31)
   })
 
   it.effect("every event round-trips through decode/encode to the same JSON", () =>
@@ -203,7 +207,7 @@ describe("Canonical", () => {
         expect(decoded).toEqual(part)
       }
       expect(types).toEqual(
-        new Set(["text", "reasoning", "tool", "step-start", "step-finish", "compaction", "retry", "subtask"])
+        new Set(["text", "file", "reasoning", "tool", "step-start", "step-finish", "compaction", "retry", "subtask"])
       )
     }))
 
