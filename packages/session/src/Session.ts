@@ -115,6 +115,10 @@ export const eventRecord = (event: SessionEvent): Json.JsonObject => {
   }
 }
 
+export interface SendOptions {
+  readonly uuid?: string | undefined
+}
+
 export interface Session {
   readonly pid: number
   /**
@@ -138,7 +142,11 @@ export interface Session {
    * Queue a user message; turns run one at a time, in order, each written
    * only when the CLI is idle. Fails with why the session ended (`CliExited`, …) once it has.
    */
-  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>) => Effect.Effect<Turn, TurnError>
+  /**
+   * Queues a turn. With `uuid`, the user message carries it, and the CLI keeps
+   * it as its transcript entry's: a host can name the message before it is written.
+   */
+  readonly send: (content: string | ReadonlyArray<Anthropic.ContentBlock>, options?: SendOptions) => Effect.Effect<Turn, TurnError>
   /** Send a control request and wait for its response; a caller that stops waiting withdraws it. */
   readonly request: (
     payload: Control.HostRequestPayload,
@@ -295,7 +303,7 @@ const runOn = Effect.fnUntraced(function*(
   const requests = yield* CliRequests.make({ services, state, write, trace })
   const turns = yield* Turns.make({
     tracker: trackerOptions(options),
-    writeUser: (content) => write(HostMessage.user(content)),
+    writeUser: (content, uuid) => write(HostMessage.user(content, uuid === undefined ? undefined : { uuid })),
     cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
     ended: endedWith,
     closed,
@@ -448,7 +456,7 @@ const make = (parts: {
     subscribe: PubSub.subscribe(parts.events),
     turns: turns.subscribe,
     initialize: parts.initialize,
-    send: turns.send,
+    send: (content, options) => turns.send(content, options?.uuid),
     request,
     interrupt: turns.interrupt.pipe(
       Effect.flatMap((live) => live ? Effect.asVoid(request({ subtype: "interrupt" })) : Effect.void),

@@ -26,8 +26,8 @@ import * as TurnTracker from "./turnTracker.js"
 export type Content = string | ReadonlyArray<Anthropic.ContentBlock>
 
 export interface Turns {
-  /** Queues a host turn; it is written when the CLI is free. */
-  readonly send: (content: Content) => Effect.Effect<Turn, TurnError>
+  /** Queues a host turn; it is written when the CLI is free, with `uuid` when given. */
+  readonly send: (content: Content, uuid?: string | undefined) => Effect.Effect<Turn, TurnError>
   /**
    * Steps the tracker with each stdout message and routes every event (unknown
    * and diagnostic ones too) to its turn, in order, under one hold of the lock.
@@ -46,7 +46,7 @@ export interface Turns {
 export interface Options {
   readonly tracker: TurnTracker.Options
   /** Writes a host turn's user message. A failure is left to the reader, which sees the exit. */
-  readonly writeUser: (content: Content) => Effect.Effect<void, unknown>
+  readonly writeUser: (content: Content, uuid: string | undefined) => Effect.Effect<void, unknown>
   /** The session's cumulative cost now: a turn's cost is the difference at its end. */
   readonly cost: Effect.Effect<number>
   /** Set once the session has ended. */
@@ -62,6 +62,8 @@ interface TurnRecord {
   readonly index: number
   readonly origin: TurnTracker.Origin
   readonly content: Content | undefined
+  /** The user message's uuid, when the host chose it. */
+  readonly uuid: string | undefined
   readonly events: Mailbox.Mailbox<SessionEvent, TurnError>
   readonly done: Deferred.Deferred<TurnSummary, TurnError>
   /** The session's cost when the turn started; set at `TurnStarted`. */
@@ -81,13 +83,15 @@ const newRecord = (
   index: number,
   origin: TurnTracker.Origin,
   content: Content | undefined,
-  links: ReadonlyArray<Tracer.SpanLink> = []
+  links: ReadonlyArray<Tracer.SpanLink> = [],
+  uuid?: string | undefined
 ) =>
   Effect.gen(function*() {
     return {
       index,
       origin,
       content,
+      uuid,
       events: yield* Mailbox.make<SessionEvent, TurnError>(),
       done: yield* Deferred.make<TurnSummary, TurnError>(),
       costBefore: 0,
@@ -153,8 +157,10 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
       Effect.gen(function*() {
         switch (output._tag) {
           case "WriteUser": {
-            const content = records.get(output.turn)?.content
-            if (content !== undefined) yield* options.writeUser(content).pipe(Effect.ignore, Effect.forkIn(scope))
+            const record = records.get(output.turn)
+            if (record?.content !== undefined) {
+              yield* options.writeUser(record.content, record.uuid).pipe(Effect.ignore, Effect.forkIn(scope))
+            }
             return
           }
           case "TurnStarted": {
@@ -233,11 +239,11 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     // Under the lock: the session's end is set before `failAll` takes it, so a
     // turn is either refused here or registered in time to be failed there.
-    const send = (content: Content) =>
+    const send = (content: Content, uuid?: string | undefined) =>
       lock.withPermits(1)(Effect.gen(function*() {
         const end = yield* options.ended
         if (Option.isSome(end)) return yield* Effect.fail(end.value)
-        const record = yield* newRecord(++sent, "host", content, trace === undefined ? [] : yield* Trace.callerLinks)
+        const record = yield* newRecord(++sent, "host", content, trace === undefined ? [] : yield* Trace.callerLinks, uuid)
         records.set(record.index, record)
         yield* stepLocked({ _tag: "Send", turn: record.index })
         return publicTurn(record)
