@@ -16,6 +16,7 @@ import { onAssistant } from "./internal/assistantMessages.js"
 import { legacyEvent } from "./internal/legacy.js"
 import { onToolProgress, onUnknown } from "./internal/otherMessages.js"
 import type { Answer } from "./internal/requests.js"
+import { onPrompted } from "./internal/prompts.js"
 import { onAnswer, onRequest } from "./internal/requests.js"
 import * as S from "./internal/state.js"
 import { onStreamEvent } from "./internal/streamEvents.js"
@@ -39,6 +40,8 @@ export type Input =
   | { readonly _tag: "PermissionAnswered"; readonly requestId: string; readonly reply: Canonical.PermissionReply }
   | { readonly _tag: "QuestionAnswered"; readonly requestId: string; readonly answers: ReadonlyArray<ReadonlyArray<string>> }
   | { readonly _tag: "QuestionRejected"; readonly requestId: string }
+  /** The host wrote a prompt under `uuid` (see `internal/prompts`): its user message shows live. */
+  | { readonly _tag: "Prompted"; readonly prompt: S.Prompt }
   /** The host renamed the session: later `session.updated` events carry the title. Emits nothing: the host announces the rename itself. */
   | { readonly _tag: "Retitled"; readonly title: string }
   /** No more input: every open part closes as an interrupted turn closes it. */
@@ -74,6 +77,8 @@ const apply = (state: State, events: S.Events, input: Input): State => {
       return answer(state, events, input.requestId, { _tag: "Question", answers: input.answers })
     case "QuestionRejected":
       return answer(state, events, input.requestId, { _tag: "Rejected" })
+    case "Prompted":
+      return onPrompted(state, events, input.prompt)
     case "Retitled":
       return S.retitled(state, input.title)
     case "End":

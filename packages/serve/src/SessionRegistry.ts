@@ -25,6 +25,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import * as EventTranslator from "./EventTranslator.js"
 import * as History from "./History.js"
@@ -306,7 +307,10 @@ const send = (core: Core, sessionID: string, content: Content) =>
     const k = yield* core.catalog.lookup(sessionID)
     k.updated = Date.now()
     const before = (yield* SubscriptionRef.get(session.ended)).count
-    const turn = yield* session.session.send(content).pipe(Effect.mapError(failed(sessionID, "sending the prompt")))
+    // Named here, kept by the CLI in its transcript: the prompt shows live under the id the history gives it.
+    const uuid = Crypto.randomUUID()
+    const turn = yield* session.session.send(content, { uuid }).pipe(Effect.mapError(failed(sessionID, "sending the prompt")))
+    yield* session.inject({ _tag: "Prompted", prompt: { uuid, content, at: Date.now() } })
     return { session, turn, before }
   })
 

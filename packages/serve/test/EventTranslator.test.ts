@@ -193,3 +193,40 @@ describe("what the host knows of the session", () => {
     }
   })
 })
+
+describe("the host's prompts", () => {
+  const run = (inputs: ReadonlyArray<EventTranslator.Input>) => {
+    let state = EventTranslator.initial({ cliSessionId: "00000000-0000-4000-8000-000000000001" })
+    return inputs.map((input) => {
+      const [next, events] = EventTranslator.step(state, input)
+      state = next
+      return events.map((e) => e.type === "message.updated" ? `user ${String((e.properties.info as { id: string }).id).slice(0, 8)}` : e.type)
+    })
+  }
+  const prompt = (uuid: string, text: string): EventTranslator.Input => ({ _tag: "Prompted", prompt: { uuid, content: text, at: 5 } })
+
+  it("one shows at once when idle; the next waits for the idle that lets the CLI read it, then shows", () => {
+    const steps = run([
+      prompt("00000000-0000-4000-8000-00000000000a", "one"),
+      prompt("00000000-0000-4000-8000-00000000000b", "two"),
+      { _tag: "TurnStarted", turn: 1, origin: "cli" },
+      { _tag: "TurnEnded", turn: 1, interrupted: false },
+      { _tag: "TurnStarted", turn: 2, origin: "cli" },
+      prompt("00000000-0000-4000-8000-00000000000c", "three"),
+      { _tag: "TurnEnded", turn: 2, interrupted: false },
+      { _tag: "TurnStarted", turn: 3, origin: "cli" },
+      { _tag: "TurnEnded", turn: 3, interrupted: false }
+    ])
+    expect(steps).toEqual([
+      ["user msg_0000", "message.part.updated"],
+      [],
+      ["session.status"],
+      ["session.status", "session.idle", "user msg_0000", "message.part.updated"],
+      ["session.status"],
+      [],
+      ["session.status", "session.idle", "user msg_0000", "message.part.updated"],
+      ["session.status"],
+      ["session.status", "session.idle"]
+    ])
+  })
+})

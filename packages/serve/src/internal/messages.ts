@@ -240,6 +240,13 @@ export const finishAssistant = (state: State, events: Events): State => {
 }
 
 /** Opens a user message with the given text blocks; `uuid` is the CLI's entry uuid. */
+/**
+ * The agent and model a user message was sent with. opencode's clients read
+ * them off every user message (its TUI draws none without); Claude Code has
+ * one agent and the session's own model, which `/agent` and `/config/providers` list.
+ */
+const promptedWith = { agent: "build", model: { providerID: "anthropic", modelID: "default" } } as const
+
 /** What a user message shows: its texts and the files attached to it, in order. */
 export type UserContent =
   | { readonly type: "text"; readonly text: string }
@@ -262,7 +269,7 @@ export const openUser = (
   const key = Ids.sortKey(state.clock, options.prompt ? Ids.PROMPT_ORDINAL + promptOrdinal : userOrdinal)
   const seed = Ids.seed(identity(state, options.uuid))
   const id = Ids.make("msg", key, seed)
-  events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created } }))
+  events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created }, ...promptedWith }))
   options.contents.forEach((content, index) => {
     const base = { id: Ids.part(key, Ids.Slot.block(index), seed), sessionID: state.sessionID, messageID: id }
     events.push(partUpdated(

@@ -3,7 +3,7 @@
  * state is immutable: each step returns a new one, copying only what it
  * touched (a message has few blocks, so its maps stay small).
  */
-import type { Canonical } from "@skein/protocol"
+import type { Anthropic, Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
 
 /**
@@ -30,6 +30,14 @@ export interface Options {
   /** The working directory for assistant `path` (default: the `init` message's `cwd`). */
   readonly cwd?: string | undefined
   readonly host?: HostInfo | undefined
+}
+
+/** A prompt the host wrote, under the uuid the CLI keeps for its transcript entry. */
+export interface Prompt {
+  readonly uuid: string
+  readonly content: string | ReadonlyArray<Anthropic.ContentBlock>
+  /** When the host sent it (epoch ms). */
+  readonly at: number
 }
 
 export type BlockKind = "text" | "reasoning" | "tool"
@@ -120,6 +128,10 @@ export interface State {
   readonly requestOrdinal: number
   /** Prompts (user messages the CLI does not echo) since the last tick: they count in their own range. */
   readonly promptOrdinal: number
+  /** Prompts the host sent while a turn ran: each shows at the idle that lets the CLI read it. */
+  readonly queuedPrompts: ReadonlyArray<Prompt>
+  /** A prompt showed and its turn has not ended: the CLI reads no other before its idle. */
+  readonly promptAwaitsIdle: boolean
 }
 
 export const initial = (options: Options): State => ({
@@ -142,7 +154,9 @@ export const initial = (options: Options): State => ({
   compacting: false,
   pendingCompaction: undefined,
   requestOrdinal: 0,
-  promptOrdinal: 0
+  promptOrdinal: 0,
+  queuedPrompts: [],
+  promptAwaitsIdle: false
 })
 
 /** The host renamed the session; the title lives with the rest of what the host told. */

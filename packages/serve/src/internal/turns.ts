@@ -7,6 +7,7 @@
  */
 import { Canonical } from "@skein/protocol"
 import { closeBlock, finishAssistant, flushCompaction, partUpdated } from "./messages.js"
+import { showQueued } from "./prompts.js"
 import type { Events, State } from "./state.js"
 
 export const onTurnStarted = (state: State, events: Events): State => {
@@ -49,7 +50,7 @@ export const onTurnEnded = (state: State, events: Events, options: { readonly in
   if (!next.busy) return next
   events.push(Canonical.event("session.status", { sessionID: next.sessionID, status: { type: "idle" } }))
   events.push(Canonical.event("session.idle", { sessionID: next.sessionID }))
-  return { ...next, busy: false }
+  return showQueued({ ...next, busy: false }, events)
 }
 
 /** The input ended (the CLI exited, or a capture ran out): close everything as an interrupt would. */
