@@ -2,7 +2,7 @@
 // for what changes. The cookie carries the token, so EventSource needs no
 // header; it resumes by itself with `Last-Event-ID`, and a stream the page
 // has to reopen passes the last id as `?lastEventId=`.
-import { apply, createStore, putHistory, putLocalPrompt, putSession, putStatus } from "./store.js"
+import { apply, createStore, putHistory, putSession, putStatus } from "./store.js"
 import { drawAsks, drawHeader, drawList, drawMessages, drawTasks } from "./view.js"
 
 const store = createStore()
@@ -163,10 +163,8 @@ const send = act(async () => {
   const id = current
   box.value = ""
   store.notices.delete(id)
-  const { headers } = await api("POST", `/session/${encodeURIComponent(id)}/prompt_async`, { parts: [{ type: "text", text }] })
-  const messageID = headers.get("x-skein-message-id") ?? `local-${Date.now()}`
-  putLocalPrompt(store, id, messageID, text)
-  schedule({ session: id, messages: [messageID] })
+  // The server shows the prompt itself (live, under its history id), once the CLI reads it.
+  await api("POST", `/session/${encodeURIComponent(id)}/prompt_async`, { parts: [{ type: "text", text }] })
 })
 
 const reply = act(async (event) => {

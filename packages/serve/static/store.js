@@ -10,7 +10,7 @@ export function createStore() {
     sessions: new Map(),
     /** Pending permission asks by id. */
     asks: new Map(),
-    /** sessionID → Map(messageID → { info, parts: Map(partID → part), local? }) */
+    /** sessionID → Map(messageID → { info, parts: Map(partID → part)}) */
     messages: new Map(),
     /** sessionID → Map(taskID → task) */
     tasks: new Map(),
@@ -74,18 +74,10 @@ export function putHistory(store, sessionID, history) {
     next.set(info.id, { info, parts: new Map(parts.map((p) => [p.id, p])) })
   }
   for (const [id, entry] of before) {
-    if (!next.has(id) && !entry.local) next.set(id, entry)
+    if (!next.has(id)) next.set(id, entry)
   }
   store.messages.set(sessionID, next)
   noteModelAndCost(store, sessionID)
-}
-
-/** The prompt the page sent: the live stream does not echo it, the history will. */
-export function putLocalPrompt(store, sessionID, messageID, text) {
-  const entry = messageEntry(store, sessionID, messageID)
-  entry.local = true
-  entry.info = { id: messageID, sessionID, role: "user", time: { created: Date.now() } }
-  entry.parts.set(`${messageID}-text`, { id: `${messageID}-text`, sessionID, messageID, type: "text", text })
 }
 
 const noteModelAndCost = (store, sessionID) => {
