@@ -10,7 +10,7 @@ export function createStore() {
     sessions: new Map(),
     /** Pending permission asks by id. */
     asks: new Map(),
-    /** sessionID → Map(messageID → { info, parts: Map(partID → part)}) */
+    /** sessionID → Map(messageID → { info, parts: Map(partID → part) }) */
     messages: new Map(),
     /** sessionID → Map(taskID → task) */
     tasks: new Map(),
