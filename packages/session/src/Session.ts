@@ -33,10 +33,10 @@ import { Hooks } from "./Hooks.js"
 import type * as Args from "./internal/args.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as ControlChannel from "./internal/controlChannel.js"
+import * as Dispatch from "./internal/dispatch.js"
 import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
-import * as TaskMirror from "./internal/taskMirror.js"
 import * as Trace from "./internal/trace.js"
 import * as Turns from "./internal/turns.js"
 import * as Watchdog from "./internal/watchdog.js"
@@ -311,50 +311,10 @@ const runOn = Effect.fnUntraced(function*(
     trace
   })
 
-  const onInit = recordInit({ options, root, sessionId, state, trace })
-
-  const route = (message: CliMessage.CliMessage): Effect.Effect<void> => {
-    switch (message.type) {
-      case "control_response":
-        return control.onResponse(message)
-      case "control_request":
-        return requests.onRequest(message)
-      case "control_cancel_request":
-        return requests.onCancel(message.request_id)
-      case "system":
-        if (message.subtype === "init") return onInit(message)
-        return Option.match(taskManager, { onNone: () => Effect.void, onSome: (tasks) => TaskMirror.mirror(tasks, message) })
-      case "assistant":
-      case "user":
-        return trace.onMessage(message)
-      default:
-        return Effect.void
-    }
-  }
-
-  /** Where an event goes besides its turn; `Effect.void` for most (every delta). */
-  const routeOf = (event: SessionEvent): Effect.Effect<void> => {
-    if (event._tag === "Message") return route(event.message)
-    return event._tag === "Unknown" && event.type === "control_request" ? requests.onUnknown(event.json, event.subtype) : Effect.void
-  }
-
-  /**
-   * A read's events, in order: each is stepped by the turns, then routed. The
-   * events that route nowhere run together as one step of the turns, one hold
-   * of its lock for a run of deltas instead of one per delta.
-   */
-  const dispatch = (events: ReadonlyArray<SessionEvent>): Effect.Effect<void> => {
-    const steps: Array<Effect.Effect<void>> = []
-    let from = 0
-    for (let i = 0; i < events.length; i++) {
-      const routed = routeOf(events[i]!)
-      if (routed === Effect.void) continue
-      steps.push(turns.onEvents(events.slice(from, i + 1)), routed)
-      from = i + 1
-    }
-    if (from < events.length) steps.push(turns.onEvents(from === 0 ? events : events.slice(from)))
-    return steps.length === 1 ? steps[0]! : Effect.all(steps, { discard: true })
-  }
+  const dispatch = Dispatch.make({
+    routeOf: Dispatch.routeOf({ control, requests, trace, onInit: recordInit({ options, root, sessionId, state, trace }), taskManager }),
+    onEvents: turns.onEvents
+  })
 
   /** Everything pending fails with `error`; nothing is left waiting. */
   const shutdown = (error: TurnError) =>

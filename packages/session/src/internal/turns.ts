@@ -21,6 +21,7 @@ import {
 import type { SessionClosed, TurnError } from "../SessionError.js"
 import { type SessionEvent, summarize, type Turn, type TurnSummary } from "../Turn.js"
 import * as Trace from "./trace.js"
+import * as TurnRouting from "./turnRouting.js"
 import * as TurnTracker from "./turnTracker.js"
 
 export type Content = string | ReadonlyArray<Anthropic.ContentBlock>
@@ -203,30 +204,13 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
       if (belongsToTurn(event)) record.events.unsafeOffer(event)
     }
 
-    /**
-     * Tracker steps for events from `from` on, under the lock. An event belongs
-     * to the turn that was live when it came, else to one it started. Most
-     * events of a read change no boundary: those are stepped and queued in a
-     * plain loop, with an effect only for the outputs of one that does.
-     */
-    const stepEvents = (events: ReadonlyArray<SessionEvent>, from: number): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        for (let i = from; i < events.length; i++) {
-          const event = events[i]!
-          const prior = current
-          const outputs = event._tag === "Message" ? step({ _tag: "Message", message: event.message }) : []
-          if (prior !== undefined) offerTo(prior, event)
-          if (outputs.length === 0) continue
-          const applied = prior !== undefined ? applyAll(outputs) : Effect.zipRight(
-            applyAll(outputs),
-            Effect.sync(() => {
-              if (current !== undefined) offerTo(current, event)
-            })
-          )
-          return Effect.zipRight(applied, stepEvents(events, i + 1))
-        }
-        return Effect.void
-      })
+    /** Tracker steps and routing for a read's events; run under the lock. */
+    const stepEvents = TurnRouting.routeEvents<TurnRecord, TurnTracker.Output>({
+      step: (event) => event._tag === "Message" ? step({ _tag: "Message", message: event.message }) : [],
+      current: () => current,
+      offer: offerTo,
+      apply: applyAll
+    })
 
     /** One tracker step of the host's own (a send, a timer, an interrupt) and its outputs, under the lock. */
     const stepLocked = (input: TurnTracker.Input): Effect.Effect<void> =>
@@ -265,7 +249,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     return {
       send,
-      onEvents: (events) => events.length === 0 ? Effect.void : lock.withPermits(1)(stepEvents(events, 0)),
+      onEvents: (events) => events.length === 0 ? Effect.void : lock.withPermits(1)(stepEvents(events)),
       interrupt: lock.withPermits(1)(Effect.sync(() => current !== undefined)).pipe(
         Effect.tap((live) => live ? feed({ _tag: "Interrupt" }) : Effect.void)
       ),
