@@ -147,6 +147,13 @@ export const listPids: Effect.Effect<ReadonlyArray<number>> = Effect.async((resu
     resume(Effect.succeed(error ? [] : names.filter((name) => /^\d+$/.test(name)).map(Number))))
 })
 
+/** The stat of each of `pids`, read together (see `readProcFiles`); none for one gone. */
+const readStats = (pids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<Option.Option<ProcStat>>> =>
+  Effect.map(
+    readProcFiles(pids.map((pid) => `/proc/${pid}/stat`), (bytes) => parseStat(bytes.toString("latin1"))),
+    (stats) => stats.map(Option.flatten)
+  )
+
 export const readStatAsync = (pid: number): Effect.Effect<Option.Option<ProcStat>> =>
   Effect.map(readTextAsync(`/proc/${pid}/stat`), Option.flatMap(parseStat))
 
@@ -258,10 +265,10 @@ export const groupMembers = (
   }
   return Effect.flatMap(listPids, (pids) =>
     Effect.map(
-      readProcFiles(pids.map((pid) => `/proc/${pid}/stat`), (bytes) => parseStat(bytes.toString("latin1"))),
+      readStats(pids),
       (stats) =>
         pids.filter((_, i) =>
-          Option.exists(Option.flatten(stats[i]!), ({ pgrp, startTime, state }) =>
+          Option.exists(stats[i]!, ({ pgrp, startTime, state }) =>
             pgrp === pgid && state !== "Z" &&
             (Option.isNone(notBefore) || BigInt(startTime) >= BigInt(notBefore.value)))
         )
@@ -303,8 +310,8 @@ export const waitUntil = (done: Effect.Effect<boolean>, maxMillis: number): Effe
 export const liveAmong = (pids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<number>> =>
   hasProc()
     ? Effect.map(
-      readProcFiles(pids.map((pid) => `/proc/${pid}/stat`), (bytes) => parseStat(bytes.toString("latin1"))),
-      (stats) => pids.filter((_, i) => Option.exists(Option.flatten(stats[i]!), (stat) => stat.state !== "Z"))
+      readStats(pids),
+      (stats) => pids.filter((_, i) => Option.exists(stats[i]!, (stat) => stat.state !== "Z"))
     )
     : Effect.sync(() => pids.filter(isLive))
 
