@@ -131,7 +131,6 @@ const upsertTask = (tasks: ReadonlyArray<BackgroundTask>, task: BackgroundTask):
 
 const terminalTaskStatuses = new Set(["completed", "failed", "killed", "stopped"])
 
-/** Fold one stdout message into the state. */
 /**
  * `apply` over the messages of one read of stdout, in order. Only results and
  * system messages change more than `lastSeenAt`, so the rest cost no copy of
@@ -145,6 +144,7 @@ export const applyAll = (state: SessionState, messages: Iterable<CliMessage.CliM
   return next === state ? { ...state, lastSeenAt: now } : next
 }
 
+/** Fold one stdout message into the state. */
 export const apply = (state: SessionState, message: CliMessage.CliMessage, now: number): SessionState => {
   const seen = { ...state, lastSeenAt: now }
   switch (message.type) {

@@ -239,7 +239,6 @@ export const finishAssistant = (state: State, events: Events): State => {
   return { ...next, message: undefined, finished }
 }
 
-/** Opens a user message with the given text blocks; `uuid` is the CLI's entry uuid. */
 /**
  * The agent and model a user message was sent with. opencode's clients read
  * them off every user message (its TUI draws none without); Claude Code has
@@ -252,6 +251,7 @@ export type UserContent =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "file"; readonly mime: string; readonly url: string; readonly filename?: string | undefined }
 
+/** Opens a user message with its text and file parts; `uuid` is the CLI's entry uuid. */
 export const openUser = (
   state: State,
   events: Events,
