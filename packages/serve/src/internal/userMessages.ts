@@ -26,14 +26,12 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     : content
   // A whole (not streamed) assistant message ends where the next user message begins.
   let next = state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state
-  const texts: Array<string> = []
   const contents: Array<UserContent> = []
   for (const block of blocks) {
     if (!Anthropic.isKnownBlock(block)) continue
     if (block.type === "tool_result") {
       next = completeTool(next, events, block, user)
     } else if (block.type === "text") {
-      texts.push(block.text)
       contents.push({ type: "text", text: block.text })
     } else {
       const file = fileOf(block)
@@ -41,7 +39,7 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     }
   }
   if (contents.length === 0) return next
-  const prompt = isPrompt(user, texts)
+  const prompt = isPrompt(user, contents.flatMap((c) => (c.type === "text" ? [c.text] : [])))
   // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
   if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
   const created = user.timestamp ?? next.clock
