@@ -155,7 +155,7 @@ const onMessage = (state: State, events: S.Events, message: CliMessage.CliMessag
   if (isSubagent(message)) return state
   switch (message.type) {
     case "stream_event":
-      return onStreamEvent(state, events, message)
+      return onStreamEvent(state, events, message, now)
     case "assistant":
       return onAssistant(state, events, {
         message: message.message,

@@ -42,12 +42,16 @@ const appendDelta = (part: Canonical.Part, field: string, delta: string): Canoni
   return part
 }
 
-/**
- * What a client holds after applying `events` in order: the last info of
- * each message, the last state of each part with its deltas applied; sorted
- * by id, as opencode's clients sort.
- */
-export const collect = (events: Iterable<Canonical.CanonicalEvent>): ReadonlyArray<WithParts> => {
+/** What a client holds, built one event at a time: a live session folds what it shows as it shows it. */
+export interface Folding {
+  readonly add: (event: Canonical.CanonicalEvent) => void
+  /** The messages so far, sorted by id, as opencode's clients sort. */
+  readonly messages: () => ReadonlyArray<WithParts>
+}
+
+const byId = (a: { readonly id: string }, b: { readonly id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+export const folding = (): Folding => {
   const messages = new Map<string, Mutable>()
   const orphans = new Map<string, Map<string, Canonical.Part>>()
   const partsOf = (messageID: string) => {
@@ -57,7 +61,7 @@ export const collect = (events: Iterable<Canonical.CanonicalEvent>): ReadonlyArr
     orphans.set(messageID, pending)
     return pending
   }
-  for (const event of events) {
+  const add = (event: Canonical.CanonicalEvent): void => {
     switch (event.type) {
       case "message.updated": {
         const existing = messages.get(event.properties.info.id)
@@ -78,7 +82,7 @@ export const collect = (events: Iterable<Canonical.CanonicalEvent>): ReadonlyArr
         break
       }
       case "message.part.delta": {
-        const { messageID, partID, field, delta } = event.properties
+        const { delta, field, messageID, partID } = event.properties
         const parts = partsOf(messageID)
         const part = parts.get(partID)
         if (part !== undefined) parts.set(partID, appendDelta(part, field, delta))
@@ -88,10 +92,42 @@ export const collect = (events: Iterable<Canonical.CanonicalEvent>): ReadonlyArr
         break
     }
   }
-  const byId = (a: { readonly id: string }, b: { readonly id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-  return [...messages.values()]
-    .map((m) => ({ info: m.info, parts: [...m.parts.values()].sort(byId) }))
-    .sort((a, b) => byId(a.info, b.info))
+  return {
+    add,
+    messages: () =>
+      [...messages.values()]
+        .map((m) => ({ info: m.info, parts: [...m.parts.values()].sort(byId) }))
+        .sort((a, b) => byId(a.info, b.info))
+  }
+}
+
+/**
+ * What a client holds after applying `events` in order: the last info of
+ * each message, the last state of each part with its deltas applied; sorted
+ * by id, as opencode's clients sort.
+ */
+export const collect = (events: Iterable<Canonical.CanonicalEvent>): ReadonlyArray<WithParts> => {
+  const fold = folding()
+  for (const event of events) fold.add(event)
+  return fold.messages()
+}
+
+/** An assistant message still being written: what was shown live is newer than any copy in the transcript. */
+const inProgress = (m: WithParts) => m.info.role === "assistant" && m.info.time.completed === undefined
+
+/**
+ * The transcript's messages with those a live session has shown beside
+ * them, by id: a prompt the CLI has not read yet, a reply still streaming.
+ * A client that loads the session mid-turn replaces what it holds with this
+ * list, so a message shown live but missing here would vanish from its view.
+ */
+export const withShown = (history: ReadonlyArray<WithParts>, shown: ReadonlyArray<WithParts>): ReadonlyArray<WithParts> => {
+  if (shown.length === 0) return history
+  const merged = new Map(history.map((m) => [m.info.id, m]))
+  for (const m of shown) {
+    if (!merged.has(m.info.id) || inProgress(m)) merged.set(m.info.id, m)
+  }
+  return [...merged.values()].sort((a, b) => byId(a.info, b.info))
 }
 
 // ---------------------------------------------------------------------------

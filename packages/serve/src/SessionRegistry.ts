@@ -218,9 +218,24 @@ const loadHistory = (core: Core, sessionID: string, k: Known) =>
     )
   }).pipe(Effect.provideService(FileSystem.FileSystem, core.fs))
 
+/** What a running session has shown live, if it runs; none while it starts. */
+const shownLive = (core: Core, sessionID: string) =>
+  Effect.gen(function*() {
+    const slot = core.slots.get(sessionID)
+    if (slot === undefined) return []
+    const ready = yield* Deferred.poll(slot.ready)
+    if (Option.isNone(ready)) return []
+    return yield* ready.value.pipe(Effect.flatMap((live) => live.shown), Effect.orElseSucceed(() => []))
+  })
+
+/** The transcript's messages, with what a running session has shown and not yet written (see `History.withShown`). */
 const messagesOf = (core: Core, sessionID: string) =>
   Effect.flatMap(core.catalog.lookup(sessionID), (k) =>
-    Effect.map(loadHistory(core, sessionID, k), Option.match({ onNone: () => [], onSome: (h) => h.messages })))
+    Effect.zipWith(
+      Effect.map(loadHistory(core, sessionID, k), Option.match({ onNone: () => [], onSome: (h) => h.messages })),
+      shownLive(core, sessionID),
+      History.withShown
+    ))
 
 /** skein's mark of a session: the title set here, the parent of a fork. */
 const mark = (core: Core, sessionID: string, k: Known) =>

@@ -230,3 +230,37 @@ describe("the host's prompts", () => {
     ])
   })
 })
+
+describe("a message's time.created", () => {
+  // opencode's TUI keys a message by `time.created` and id, and orders by both:
+  // a date that changes between updates lists the message twice.
+  const createdById = (events: ReadonlyArray<Canonical.CanonicalEvent>) => {
+    const byId = new Map<string, Array<number>>()
+    for (const e of events) {
+      if (e.type !== "message.updated") continue
+      byId.set(e.properties.info.id, [...(byId.get(e.properties.info.id) ?? []), e.properties.info.time.created])
+    }
+    return byId
+  }
+
+  for (const name of ["text-thinking", "two-tools"]) {
+    it(`live (${name}), is when the stream opened, in every update of the message`, () => {
+      const capture = captures().find((c) => c.name === name)!
+      let state = EventTranslator.initial({ cliSessionId: capture.cliSessionId })
+      const out: Array<Canonical.CanonicalEvent> = []
+      capture.events.forEach((event, i) => {
+        const receivedAt = 1_800_000_000_000 + i
+        const [next, events] = EventTranslator.step(state, { _tag: "Cli", event, receivedAt })
+        state = next
+        out.push(...events)
+      })
+      const byId = createdById(out)
+      const assistants = [...byId].filter(([, times]) => times.length > 1)
+      expect(assistants.length).toBeGreaterThan(0)
+      for (const [, times] of assistants) {
+        expect(new Set(times).size).toBe(1)
+        expect(times[0]).toBeGreaterThanOrEqual(1_800_000_000_000)
+      }
+    })
+  }
+})

@@ -8,12 +8,23 @@ import { captures, olderCaptures, translate } from "./captures.js"
 /**
  * The live stream never echoes the host's prompt (no `--replay-user-messages`),
  * so the live side has no prompt message and its assistant messages no
- * `parentID`. Everything else must be equal.
+ * `parentID`. A streamed message is dated when its stream opens, before the
+ * CLI stamps its record (see `createdNoLaterThan`). Everything else must be
+ * equal.
  */
 const comparable = (messages: ReadonlyArray<History.WithParts>, keep: ReadonlySet<string>) =>
   messages
     .filter((m) => m.info.role === "assistant" || keep.has(m.info.id))
-    .map((m) => ({ info: m.info.role === "assistant" ? { ...m.info, parentID: "" } : m.info, parts: m.parts }))
+    .map((m) => ({
+      info: m.info.role === "assistant" ? { ...m.info, parentID: "", time: { completed: m.info.time.completed } } : m.info,
+      parts: m.parts
+    }))
+
+/** Each live assistant message is dated no later than its record in the transcript. */
+const createdNoLaterThan = (live: ReadonlyArray<History.WithParts>, history: ReadonlyArray<History.WithParts>) => {
+  const recorded = new Map(history.map((m) => [m.info.id, m.info.time.created]))
+  return live.filter((m) => m.info.role === "assistant").every((m) => m.info.time.created <= recorded.get(m.info.id)!)
+}
 
 describe("History.fromTranscript", () => {
   // The 2.0 line prints no `timestamp` on stdout, so its live clock never ticks: live and history agree on 2.1 only.
@@ -31,6 +42,7 @@ describe("History.fromTranscript", () => {
         const history = yield* History.fromTranscript(capture.transcript!)
         const liveUsers = new Set(live.filter((m) => m.info.role === "user").map((m) => m.info.id))
         expect(comparable(history.messages, liveUsers)).toEqual(comparable(live, liveUsers))
+        expect(createdNoLaterThan(live, history.messages)).toBe(true)
         // The history has the prompt the live stream lacked, and answers point at it.
         const prompts = history.messages.filter((m) => m.info.role === "user" && !liveUsers.has(m.info.id))
         expect(prompts.length).toBeGreaterThan(0)
@@ -88,4 +100,48 @@ describe("History.fromTranscript", () => {
         expect(history.messages.some((m) => m.info.role === "assistant")).toBe(true)
       }
     }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("History.withShown", () => {
+  const user = (id: string, text: string): History.WithParts => ({
+    info: { id, sessionID: "ses_1", role: "user", time: { created: 1 } },
+    parts: [{ id: `prt_${id}`, sessionID: "ses_1", messageID: id, type: "text", text }]
+  })
+  const assistant = (id: string, text: string, completed?: number): History.WithParts => ({
+    info: {
+      id,
+      sessionID: "ses_1",
+      role: "assistant",
+      time: completed === undefined ? { created: 2 } : { created: 2, completed },
+      parentID: "",
+      modelID: "m",
+      providerID: "anthropic",
+      mode: "build",
+      agent: "build",
+      path: { cwd: "/", root: "/" },
+      cost: 0,
+      tokens: { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } }
+    },
+    parts: [{ id: `prt_${id}`, sessionID: "ses_1", messageID: id, type: "text", text }]
+  })
+
+  it("adds what the transcript lacks, in id order, and keeps the transcript's copy of a finished message", () => {
+    const history = [user("msg_1", "one"), assistant("msg_2", "recorded", 3)]
+    const shown = [assistant("msg_2", "shown", 3), user("msg_3", "two")]
+    expect(History.withShown(history, shown).map((m) => [m.info.id, m.parts[0]!.type === "text" && m.parts[0]!.text])).toEqual([
+      ["msg_1", "one"],
+      ["msg_2", "recorded"],
+      ["msg_3", "two"]
+    ])
+  })
+
+  it("takes the live copy of a reply still streaming: the transcript holds only its finished blocks", () => {
+    const merged = History.withShown([user("msg_1", "one"), assistant("msg_2", "Hel")], [assistant("msg_2", "Hello, wor")])
+    expect(merged.map((m) => m.parts[0]!.type === "text" && m.parts[0]!.text)).toEqual(["one", "Hello, wor"])
+  })
+
+  it("is the history when nothing was shown", () => {
+    const history = [user("msg_1", "one")]
+    expect(History.withShown(history, [])).toBe(history)
+  })
 })

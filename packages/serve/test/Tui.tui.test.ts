@@ -1,13 +1,19 @@
 /**
  * opencode's TUI (`opencode attach <url>`) against skein serve, under tmux on
  * a private socket: a typed prompt gets the model's reply, streamed by the
- * real CLI from FakeModel, on the screen.
+ * real CLI from FakeModel, on the screen: the prompt once, then the reply
+ * once, with the footer the TUI writes under a finished turn.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FakeModel, Opencode } from "@skein/testkit"
 import { Effect } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Harness from "./harness.js"
+
+const count = (pane: string, text: string) => pane.split(text).length - 1
+
+/** The footer under a finished reply: agent, model and the turn's duration. */
+const finished = /▣\s+Build · \S+ · \d/
 
 const tmux = (socket: string, args: ReadonlyArray<string>) => ChildProcess.execFileSync("tmux", ["-L", socket, ...args], { encoding: "utf8" })
 
@@ -24,10 +30,11 @@ const waitForPane = (socket: string, found: (pane: string) => boolean, tries: nu
   })
 
 describe("opencode attach (the TUI) against skein serve", () => {
-  it.scopedLive("a typed prompt shows the streamed reply", () =>
+  it.scopedLive("typed prompts show once each, each above its streamed reply", () =>
     Effect.gen(function*() {
       const reply = "Streamed to the opencode TUI by skein."
-      const model = yield* FakeModel.make({ replies: [FakeModel.text(reply)] })
+      const second = "A second answer, below the first."
+      const model = yield* FakeModel.make({ replies: [FakeModel.text(reply), FakeModel.text(second)] })
       const server = yield* Harness.start(model)
       const { env } = Opencode.offline({ root: server.dirs.root, cwd: server.dirs.cwd, modelUrl: model.url, password: Harness.token })
       const socket = `skein-tui-${process.pid}-${Date.now()}`
@@ -44,9 +51,20 @@ describe("opencode attach (the TUI) against skein serve", () => {
       )
       const ready = yield* waitForPane(socket, (pane) => /ctrl\+p|tab|agents?|build/i.test(pane), 120)
       expect(ready).toMatch(/ctrl\+p|tab|agents?|build/i)
-      tmux(socket, ["send-keys", "-t", "tui", "-l", "Say hello"])
+      const prompt = "Say hello to the TUI"
+      tmux(socket, ["send-keys", "-t", "tui", "-l", prompt])
       tmux(socket, ["send-keys", "-t", "tui", "Enter"])
-      const pane = yield* waitForPane(socket, (p) => p.includes(reply), 240)
-      expect(pane).toContain(reply)
+      const pane = yield* waitForPane(socket, (p) => p.includes(reply) && finished.test(p), 240)
+      expect(pane).toMatch(finished)
+      expect(count(pane, prompt)).toBe(1)
+      expect(count(pane, reply)).toBe(1)
+      expect(pane.indexOf(prompt)).toBeLessThan(pane.indexOf(reply))
+      const next = "And once more"
+      tmux(socket, ["send-keys", "-t", "tui", "-l", next])
+      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+      const after = yield* waitForPane(socket, (p) => p.includes(second) && p.match(new RegExp(finished, "g"))?.length === 2, 240)
+      const order = [prompt, reply, next, second]
+      for (const text of order) expect(count(after, text)).toBe(1)
+      expect(order.map((text) => after.indexOf(text))).toEqual(order.map((text) => after.indexOf(text)).sort((a, b) => a - b))
     }), { timeout: 120_000 })
 })

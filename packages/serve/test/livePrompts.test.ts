@@ -57,4 +57,38 @@ describe("live prompts through skein serve with the real CLI", () => {
       }).filter((x, i, all) => all.indexOf(x) === i)
       expect(order).toEqual([`user ${users[0]!.info.id}`, "reply First answer.", `user ${users[1]!.info.id}`, "reply Second answer."])
     }))
+  it.scopedLive("a client that loads the session mid-turn finds the prompt it was shown, and then the reply once", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.withDelay(FakeModel.text("Late answer."), "800 millis")] })
+      const server = yield* Harness.start(model)
+      const client = createOpencodeClient({ baseUrl: server.url, headers: server.headers, directory: server.dirs.cwd })
+      type Listed = NonNullable<Awaited<ReturnType<typeof client.session.messages>>["data"]>
+      const { after, midTurn, seen } = yield* Effect.promise(async () => {
+        const session = (await client.session.create({})).data!
+        const { stream } = await client.event.subscribe()
+        let midTurn: Listed | undefined
+        // As opencode's TUI does when it opens a session whose prompt it just sent:
+        // it loads the list and replaces what it holds with it.
+        const events = Harness.collectUntil(stream, async (e) => {
+          if (midTurn === undefined && e.type === "message.updated" && infoOf(e as Seen).role === "user") {
+            midTurn = (await client.session.messages({ sessionID: session.id })).data!
+          }
+          return e.type === "session.idle"
+        })
+        await client.session.promptAsync({ sessionID: session.id, parts: [{ type: "text", text: "Are you there?" }] })
+        const seen = (await events) as ReadonlyArray<Seen>
+        return { seen, midTurn: midTurn!, after: (await client.session.messages({ sessionID: session.id })).data! }
+      })
+      const liveUser = seen.find((e) => e.type === "message.updated" && infoOf(e).role === "user")!
+      expect(midTurn[0]?.info.id).toBe(infoOf(liveUser).id)
+      expect(midTurn[0]?.parts.map((p) => (p.type === "text" ? p.text : p.type))).toEqual(["Are you there?"])
+      expect(after.map((m) => m.info.role)).toEqual(["user", "assistant"])
+      expect(after[0]?.info.id).toBe(infoOf(liveUser).id)
+      // Nothing listed mid-turn is gone or renamed once the transcript has the turn.
+      for (const m of midTurn) expect(after.map((a) => a.info.id)).toContain(m.info.id)
+      // Every live copy of the reply is dated: a message created at 0 shows twice in the TUI.
+      const replies = seen.filter((e) => e.type === "message.updated" && infoOf(e).role === "assistant")
+      expect(replies.length).toBeGreaterThan(0)
+      for (const e of replies) expect((e.properties["info"] as { readonly time: { readonly created: number } }).time.created).toBeGreaterThan(0)
+    }))
 })

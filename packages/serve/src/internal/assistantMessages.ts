@@ -22,7 +22,8 @@ export const onAssistant = (state: State, events: Events, whole: WholeAssistant)
   if (state.message?.apiId === api.id && state.message.streamed) return tick(state, whole.timestamp)
   let next = state.message !== undefined && state.message.apiId !== api.id ? finishAssistant(state, events) : state
   if (next.message === undefined) {
-    next = openAssistant(next, events, api.id, { model: api.model, usage: usageOf(api.usage), streamed: false })
+    // Dated by its first record, as its last update will be (see `finishAssistant`).
+    next = openAssistant(next, events, api.id, { model: api.model, usage: usageOf(api.usage), streamed: false, created: whole.timestamp })
   }
   let index = whole.blockIndex ?? next.message?.nextIndex ?? 0
   for (const block of api.content) {

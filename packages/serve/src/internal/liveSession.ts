@@ -35,6 +35,13 @@ export interface LiveSession {
   /** Between a turn's `session.status` busy and its idle; the idle timer watches it. */
   readonly busy: SubscriptionRef.SubscriptionRef<boolean>
   readonly inject: (input: EventTranslator.Input) => Effect.Effect<void>
+  /**
+   * The messages of this turn and the one before, as shown live: the
+   * transcript may not hold them yet (a prompt the CLI has not read, a reply
+   * still streaming), and a client that loads the session replaces what it
+   * holds with what the server lists.
+   */
+  readonly shown: Effect.Effect<ReadonlyArray<History.WithParts>>
 }
 
 type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
@@ -106,6 +113,10 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
   let translator = options.initial
   let turns = TurnBoundaries.initial()
   let turnEvents: Array<Canonical.CanonicalEvent> = []
+  // The turn under way (from its prompt on) and the one before it: after an
+  // idle the transcript may still lag the last turn by a write.
+  let shownBefore = History.folding()
+  let shownNow = History.folding()
 
   const pumpBatch = (items: Iterable<Item>) =>
     Effect.gen(function*() {
@@ -158,13 +169,19 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       case "session.idle": {
         const messages = History.collect(turnEvents)
         turnEvents = []
+        shownBefore = shownNow
+        shownNow = History.folding()
         return SubscriptionRef.update(ended, (e) => ({ count: e.count + 1, messages }))
       }
       case "message.part.delta":
+        shownNow.add(event)
         return undefined
       default:
         // The other session.* events (and the legacy copies) are not part of a message.
-        if (!event.type.startsWith("session.")) turnEvents.push(event)
+        if (!event.type.startsWith("session.")) {
+          turnEvents.push(event)
+          shownNow.add(event)
+        }
         return undefined
     }
   }
@@ -177,5 +194,6 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       return Effect.ignore(options.events.publish(options.directory, events))
     })
   )
-  return { session, ended, busy, inject } satisfies LiveSession
+  const shown = Effect.sync(() => History.withShown(shownBefore.messages(), shownNow.messages()))
+  return { session, ended, busy, inject, shown } satisfies LiveSession
 })

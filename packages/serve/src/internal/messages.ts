@@ -30,12 +30,32 @@ export const usageOf = (usage: {
   cacheWrite: usage.cache_creation_input_tokens ?? previous?.cacheWrite ?? 0
 })
 
+/**
+ * A streamed message keeps the time it opened with: opencode's TUI keys a
+ * message by `time.created` and id, so a new one would list it twice. One
+ * opened undated (before any clock or arrival time) takes its first stamp.
+ */
+const createdOf = (message: OpenMessage): number =>
+  message.streamed && message.info.time.created > 0
+    ? message.info.time.created
+    : (message.firstStamp ?? message.info.time.created)
+
 /** Opens the assistant message of API message `apiId`: message.updated, retry parts, step-start. */
 export const openAssistant = (
   before: State,
   events: Events,
   apiId: string,
-  options: { readonly model: string; readonly usage: StepUsage; readonly streamed: boolean }
+  options: {
+    readonly model: string
+    readonly usage: StepUsage
+    readonly streamed: boolean
+    /**
+     * Its `time.created` (default: the CLI clock, 0 before the CLI's first
+     * stamp). A streamed message keeps it to the end; opencode's TUI orders
+     * messages by it, so a message created at 0 shows above its prompt.
+     */
+    readonly created?: number | undefined
+  }
 ): State => {
   const state = flushCompaction(before, events)
   const key = Ids.sortKey(state.clock, Ids.ASSISTANT_ORDINAL + state.assistantOrdinal)
@@ -46,7 +66,7 @@ export const openAssistant = (
     id,
     sessionID: state.sessionID,
     role: "assistant",
-    time: { created: state.clock },
+    time: { created: options.created ?? state.clock },
     parentID: state.lastUserMessageID ?? "",
     modelID: options.model,
     providerID: "anthropic",
@@ -229,7 +249,7 @@ export const finishAssistant = (state: State, events: Events): State => {
   }))
   const info: Canonical.AssistantMessage = {
     ...message.info,
-    time: { created: message.firstStamp ?? message.info.time.created, completed: next.clock },
+    time: { created: createdOf(message), completed: next.clock },
     tokens,
     finish: reason
   }

@@ -10,12 +10,13 @@ import { closeBlock, finishAssistant, openAssistant, openBlock, usageOf } from "
 import type { Events, State } from "./state.js"
 import { setMap } from "./state.js"
 
-export const onStreamEvent = (state: State, events: Events, message: CliMessage.StreamEvent): State => {
+/** `now` (epoch ms) dates the message a `message_start` opens: the CLI stamps it only once it is whole. */
+export const onStreamEvent = (state: State, events: Events, message: CliMessage.StreamEvent, now: number): State => {
   const event = message.event
   if (!CliMessage.isKnownStreamEvent(event)) return state
   switch (event.type) {
     case "message_start":
-      return onMessageStart(state, events, event)
+      return onMessageStart(state, events, event, now)
     case "content_block_start":
       return onBlockStart(state, events, event)
     case "content_block_delta":
@@ -37,12 +38,13 @@ export const onStreamEvent = (state: State, events: Events, message: CliMessage.
   }
 }
 
-const onMessageStart = (state: State, events: Events, event: Anthropic.MessageStartEvent): State => {
+const onMessageStart = (state: State, events: Events, event: Anthropic.MessageStartEvent, now: number): State => {
   const open = state.message === undefined ? state : finishAssistant(state, events)
   return openAssistant(open, events, event.message.id, {
     model: event.message.model,
     usage: usageOf(event.message.usage),
-    streamed: true
+    streamed: true,
+    created: Math.max(open.clock, now)
   })
 }
 
