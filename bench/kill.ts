@@ -53,6 +53,10 @@ const isGone = (pid: number): boolean => !ProcessHost.isAlive(pid)
 
 const untilGone = async (pids: ReadonlyArray<number>): Promise<void> => {
   const deadline = Date.now() + 30_000
+  // The first look waits a turn of the event loop too: a synchronous one
+  // would run before skein's interrupt (scheduled, not run, by
+  // \`runPromise\`), after the baseline's synchronous kills.
+  await new Promise((resolve) => setImmediate(resolve))
   while (!pids.every(isGone)) {
     if (Date.now() > deadline) throw new Error(`still alive: ${pids.filter((p) => !isGone(p)).join(" ")}`)
     await new Promise((resolve) => setImmediate(resolve))
