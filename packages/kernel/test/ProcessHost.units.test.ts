@@ -111,10 +111,28 @@ describe("childStop", () => {
       expect(heeds.events).toEqual(["close stdin", "SIGTERM"])
     }))
 
-  it.effect("zero graces do not wait: each step only looks whether the leader exited", () =>
+  it.effect("zero graces do not wait: each step only looks whether the leader exited, and stdin closes after the signals", () =>
     Effect.gen(function*() {
       const { events, stop } = yield* fixture(["SIGKILL"], { stdinGrace: Duration.zero, termGrace: Duration.zero })
       expect((yield* stop).signal).toBe("SIGKILL")
-      expect(events).toEqual(["close stdin", "SIGTERM", "SIGKILL"])
+      expect(events).toEqual(["SIGTERM", "SIGKILL", "close stdin"])
+    }))
+
+  it.effect("with no stdin grace, SIGTERM comes first and stdin closes within the term grace", () =>
+    Effect.gen(function*() {
+      const { events, stop } = yield* fixture(["SIGKILL"], { stdinGrace: Duration.zero, termGrace: Duration.seconds(3) })
+      const fiber = yield* Effect.fork(stop)
+      yield* TestClock.adjust("1 millis")
+      expect(events).toEqual(["SIGTERM", "close stdin"])
+      yield* TestClock.adjust("3 seconds")
+      expect((yield* Fiber.join(fiber)).signal).toBe("SIGKILL")
+      expect(events).toEqual(["SIGTERM", "close stdin", "SIGKILL"])
+    }))
+
+  it.effect("with no graces, a leader that heeds SIGTERM still has its stdin closed", () =>
+    Effect.gen(function*() {
+      const { events, stop } = yield* fixture(["SIGTERM"], { stdinGrace: Duration.zero, termGrace: Duration.zero })
+      expect((yield* stop).signal).toBe("SIGTERM")
+      expect(events).toEqual(["SIGTERM", "close stdin"])
     }))
 })
