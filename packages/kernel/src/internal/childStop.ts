@@ -77,8 +77,14 @@ const escalate = <A>(
   const { exited, kill, timeouts } = options
   const stdinFirst = !Duration.isZero(timeouts.stdinGrace)
   const termWaits = !Duration.isZero(timeouts.termGrace)
-  // Once, whichever path gets there first: the one after a signal, or the end.
-  return Effect.flatMap(Effect.cached(options.closeStdin), (closeStdin) => {
+  return Effect.suspend(() => {
+    // Once, whichever path gets there first: the one after a signal, or the end.
+    let stdinOpen = true
+    const closeStdin = Effect.suspend(() => {
+      if (!stdinOpen) return Effect.void
+      stdinOpen = false
+      return options.closeStdin
+    })
     const afterSignal = stdinFirst ? Effect.yieldNow() : Effect.zipRight(Effect.yieldNow(), closeStdin)
     return Effect.gen(function*() {
       if (stdinFirst) yield* closeStdin
