@@ -2,12 +2,15 @@
  * opencode's TUI (`opencode attach <url>`) against skein serve, under tmux on
  * a private socket: a typed prompt gets the model's reply, streamed by the
  * real CLI from FakeModel, on the screen: the prompt once, then the reply
- * once, with the footer the TUI writes under a finished turn.
+ * once, with the footer the TUI writes under a finished turn. A tool the CLI
+ * asks permission for shows the TUI's own prompt, and "Allow once" runs it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FakeModel, Opencode } from "@skein/testkit"
 import { Effect } from "effect"
 import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import * as Harness from "./harness.js"
 
 const count = (pane: string, text: string) => pane.split(text).length - 1
@@ -29,6 +32,32 @@ const waitForPane = (socket: string, found: (pane: string) => boolean, tries: nu
     return pane
   })
 
+/** `opencode attach` to `server` in a tmux session of its own, ready for input; its socket. */
+const attach = (server: Harness.Running, modelUrl: string) =>
+  Effect.gen(function*() {
+    const { env } = Opencode.offline({ root: server.dirs.root, cwd: server.dirs.cwd, modelUrl, password: Harness.token })
+    const socket = `skein-tui-${process.pid}-${Date.now()}`
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        tmux(socket, [
+          "new-session", "-d", "-s", "tui", "-x", "160", "-y", "45", "-c", server.dirs.cwd,
+          ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]),
+          Opencode.binary, "attach", server.url
+        ])
+      ),
+      // Only this test's tmux server, on its own socket.
+      () => Effect.sync(() => tmux(socket, ["kill-server"]))
+    )
+    const ready = yield* waitForPane(socket, (pane) => /ctrl\+p|tab|agents?|build/i.test(pane), 120)
+    expect(ready).toMatch(/ctrl\+p|tab|agents?|build/i)
+    return socket
+  })
+
+const type = (socket: string, text: string) => {
+  tmux(socket, ["send-keys", "-t", "tui", "-l", text])
+  tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+}
+
 describe("opencode attach (the TUI) against skein serve", () => {
   it.scopedLive("typed prompts show once each, each above its streamed reply", () =>
     Effect.gen(function*() {
@@ -36,35 +65,41 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const second = "A second answer, below the first."
       const model = yield* FakeModel.make({ replies: [FakeModel.text(reply), FakeModel.text(second)] })
       const server = yield* Harness.start(model)
-      const { env } = Opencode.offline({ root: server.dirs.root, cwd: server.dirs.cwd, modelUrl: model.url, password: Harness.token })
-      const socket = `skein-tui-${process.pid}-${Date.now()}`
-      yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          tmux(socket, [
-            "new-session", "-d", "-s", "tui", "-x", "160", "-y", "45", "-c", server.dirs.cwd,
-            ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]),
-            Opencode.binary, "attach", server.url
-          ])
-        ),
-        // Only this test's tmux server, on its own socket.
-        () => Effect.sync(() => tmux(socket, ["kill-server"]))
-      )
-      const ready = yield* waitForPane(socket, (pane) => /ctrl\+p|tab|agents?|build/i.test(pane), 120)
-      expect(ready).toMatch(/ctrl\+p|tab|agents?|build/i)
+      const socket = yield* attach(server, model.url)
       const prompt = "Say hello to the TUI"
-      tmux(socket, ["send-keys", "-t", "tui", "-l", prompt])
-      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+      type(socket, prompt)
       const pane = yield* waitForPane(socket, (p) => p.includes(reply) && finished.test(p), 240)
       expect(pane).toMatch(finished)
       expect(count(pane, prompt)).toBe(1)
       expect(count(pane, reply)).toBe(1)
       expect(pane.indexOf(prompt)).toBeLessThan(pane.indexOf(reply))
       const next = "And once more"
-      tmux(socket, ["send-keys", "-t", "tui", "-l", next])
-      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+      type(socket, next)
       const after = yield* waitForPane(socket, (p) => p.includes(second) && p.match(new RegExp(finished, "g"))?.length === 2, 240)
       const order = [prompt, reply, next, second]
       for (const text of order) expect(count(after, text)).toBe(1)
       expect(order.map((text) => after.indexOf(text))).toEqual(order.map((text) => after.indexOf(text)).sort((a, b) => a - b))
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a tool that needs permission shows the TUI's prompt; Allow once runs it", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.combine(FakeModel.text("Let me make it."), FakeModel.toolUse("Bash", { command: "touch made-in-the-tui.txt", description: "Create a file" })),
+          FakeModel.text("The file is there.")
+        ]
+      })
+      const server = yield* Harness.start(model)
+      const socket = yield* attach(server, model.url)
+      type(socket, "Make the file")
+      const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
+      expect(asked).toContain("Bash")
+      const made = Path.join(server.dirs.cwd, "made-in-the-tui.txt")
+      expect(Fs.existsSync(made)).toBe(false)
+      // The first choice, "Allow once", is selected.
+      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+      const done = yield* waitForPane(socket, (p) => p.includes("The file is there.") && finished.test(p), 240)
+      expect(done).not.toContain("Permission required")
+      expect(Fs.existsSync(made)).toBe(true)
     }), { timeout: 120_000 })
 })
