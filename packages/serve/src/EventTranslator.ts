@@ -30,7 +30,11 @@ export type HostInfo = S.HostInfo
 export type State = S.State
 
 export type Input =
-  /** One decoded stdout message, unknown message or diagnostic. `receivedAt` (epoch ms) dates only live-only fields (a retry's `next`). */
+  /**
+   * One decoded stdout message, unknown message or diagnostic. `receivedAt`
+   * (epoch ms) dates only what the CLI stamps late or never: a streamed
+   * message's `time.created`, a retry's `next`.
+   */
   | { readonly _tag: "Cli"; readonly event: Turn.SessionEvent; readonly receivedAt?: number | undefined }
   | { readonly _tag: "TurnStarted"; readonly turn: number; readonly origin: "host" | "cli" }
   /** The authoritative end of a turn. */
