@@ -154,9 +154,15 @@ const drawMessage = (entry, open) => {
     { class: `message message-${info.role}`, "data-id": info.id, "data-role": info.role },
     h("p", { class: "who", text: who }),
     ...parts,
-    info.error ? h("p", { class: "error", text: `${info.error.name}: ${info.error.data?.message ?? ""}` }) : undefined
+    info.error ? drawError(info.error) : undefined
   )
 }
+
+/** A reply cut short by an abort is marked, as opencode's clients mark it; other errors show their name and message. */
+const drawError = (error) =>
+  error.name === "MessageAbortedError"
+    ? h("p", { class: "muted interrupted", text: "interrupted" })
+    : h("p", { class: "error", text: `${error.name}: ${error.data?.message ?? ""}` })
 
 const drawPart = (part, open) => {
   switch (part.type) {

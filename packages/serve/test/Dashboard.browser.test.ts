@@ -285,7 +285,7 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
       expect(errors).toEqual([])
     }))
 
-  it.scopedLive("Abort stops a streaming turn", () =>
+  it.scopedLive("Abort stops a streaming turn, and the reply it cut short is marked interrupted", () =>
     Effect.gen(function*() {
       const reply = "one two three four five six seven eight nine ten ".repeat(20)
       const model = yield* FakeModel.make({ replies: [FakeModel.withDelay(FakeModel.text(reply), "100 millis")] })
@@ -301,6 +301,9 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
         await headerStatus(page, "busy")
         await page.getByRole("button", { name: "Abort" }).click()
         await headerStatus(page, "idle")
+        // The reply it cut short is marked, not shown as an error.
+        await page.locator(".message-assistant .interrupted").waitFor()
+        expect(await page.locator(".message-assistant .error").count()).toBe(0)
         return assistantTexts(page)
       })
       const shown = texts.join("")

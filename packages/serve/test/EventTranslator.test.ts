@@ -264,3 +264,14 @@ describe("a message's time.created", () => {
     })
   }
 })
+
+describe("an interrupted reply", () => {
+  it("carries MessageAbortedError, as opencode marks a reply cut short; a finished one carries no error", () => {
+    const infos = (name: string) =>
+      History.collect(translate(captures().find((c) => c.name === name)!)).flatMap((m) => (m.info.role === "assistant" ? [m.info] : []))
+    const interrupted = infos("interrupt")
+    expect(interrupted.length).toBeGreaterThan(0)
+    expect(interrupted.at(-1)?.error?.name).toBe("MessageAbortedError")
+    for (const info of infos("two-tools")) expect(info.error).toBeUndefined()
+  })
+})

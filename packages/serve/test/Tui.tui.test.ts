@@ -4,6 +4,7 @@
  * real CLI from FakeModel, on the screen: the prompt once, then the reply
  * once, with the footer the TUI writes under a finished turn. A tool the CLI
  * asks permission for shows the TUI's own prompt, and "Allow once" runs it.
+ * Esc twice interrupts a streaming reply, which the TUI then marks.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FakeModel, Opencode } from "@skein/testkit"
@@ -101,5 +102,28 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const done = yield* waitForPane(socket, (p) => p.includes("The file is there.") && finished.test(p), 240)
       expect(done).not.toContain("Permission required")
       expect(Fs.existsSync(made)).toBe(true)
+    }), { timeout: 120_000 })
+
+  it.scopedLive("Esc twice interrupts a streaming reply: it stops, shows as interrupted, and the next prompt is answered", () =>
+    Effect.gen(function*() {
+      const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ")
+      const model = yield* FakeModel.make({
+        replies: [FakeModel.withDelay(FakeModel.text(`Streaming slowly: ${words} THE-END`), "150 millis"), FakeModel.text("After the interrupt.")]
+      })
+      const server = yield* Harness.start(model)
+      const socket = yield* attach(server, model.url)
+      type(socket, "Stream slowly")
+      yield* waitForPane(socket, (p) => p.includes("word3"), 240)
+      tmux(socket, ["send-keys", "-t", "tui", "Escape"])
+      yield* waitForPane(socket, (p) => p.includes("esc again"), 40)
+      tmux(socket, ["send-keys", "-t", "tui", "Escape"])
+      const stopped = yield* waitForPane(socket, (p) => /▣\s+Build · \S+ · interrupted/.test(p), 80)
+      expect(stopped).toMatch(/▣\s+Build · \S+ · interrupted/)
+      type(socket, "Again")
+      const after = yield* waitForPane(socket, (p) => p.includes("After the interrupt.") && finished.test(p), 240)
+      expect(after).toContain("After the interrupt.")
+      // The interrupted reply never finished, and keeps its mark above the next turn.
+      expect(after).not.toContain("THE-END")
+      expect(after).toMatch(/▣\s+Build · \S+ · interrupted/)
     }), { timeout: 120_000 })
 })

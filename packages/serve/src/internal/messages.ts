@@ -30,6 +30,8 @@ export const usageOf = (usage: {
   cacheWrite: usage.cache_creation_input_tokens ?? previous?.cacheWrite ?? 0
 })
 
+const aborted: Canonical.ErrorInfo = { name: "MessageAbortedError", data: { message: "interrupted" } }
+
 /**
  * A streamed message keeps the time it opened with: opencode's TUI keys a
  * message by `time.created` and id, so a new one would list it twice. One
@@ -251,7 +253,9 @@ export const finishAssistant = (state: State, events: Events): State => {
     ...message.info,
     time: { created: createdOf(message), completed: next.clock },
     tokens,
-    finish: reason
+    finish: reason,
+    // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
+    ...(state.interrupted && message.stopReason === null ? { error: aborted } : {})
   }
   events.push(messageUpdated(next, info))
   const finished = new Set(next.finished)

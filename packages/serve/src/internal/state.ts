@@ -119,6 +119,12 @@ export interface State {
   readonly busy: boolean
   /** The turn's result said it was aborted (an interrupt the input did not report). */
   readonly aborted: boolean
+  /**
+   * An interrupt ended this exchange (the CLI's marker, or the turn's end says
+   * so): an assistant message finished without a stop reason was aborted.
+   * The next prompt clears it.
+   */
+  readonly interrupted: boolean
   readonly model: string | undefined
   readonly permissionMode: string | undefined
   readonly cwd: string | undefined
@@ -148,6 +154,7 @@ export const initial = (options: Options): State => ({
   pendingRetries: [],
   busy: false,
   aborted: false,
+  interrupted: false,
   model: undefined,
   permissionMode: undefined,
   cwd: options.cwd,

@@ -46,7 +46,12 @@ export const closeOpen = (state: State, events: Events, reason: string): State =
  */
 export const onTurnEnded = (state: State, events: Events, options: { readonly interrupted: boolean }): State => {
   const interrupted = options.interrupted || state.aborted
-  const next = { ...closeOpen(state, events, interrupted ? "interrupted" : "the turn ended without a tool result"), aborted: false }
+  const marked = interrupted ? { ...state, interrupted: true } : state
+  const next = {
+    ...closeOpen(marked, events, interrupted ? "interrupted" : "the turn ended without a tool result"),
+    aborted: false,
+    interrupted: false
+  }
   if (!next.busy) return next
   events.push(Canonical.event("session.status", { sessionID: next.sessionID, status: { type: "idle" } }))
   events.push(Canonical.event("session.idle", { sessionID: next.sessionID }))

@@ -24,8 +24,10 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
   const blocks: ReadonlyArray<Anthropic.ContentBlock> = typeof content === "string"
     ? [{ type: "text", text: content }]
     : content
+  // The CLI's interrupt marker follows the reply it cut short, on stdout and in the transcript alike.
+  const marked = isInterruptMarker(blocks) ? { ...state, interrupted: true } : state
   // A whole (not streamed) assistant message ends where the next user message begins.
-  let next = state.message !== undefined && !state.message.streamed ? finishAssistant(state, events) : state
+  let next = marked.message !== undefined && !marked.message.streamed ? finishAssistant(marked, events) : marked
   const contents: Array<UserContent> = []
   for (const block of blocks) {
     if (!Anthropic.isKnownBlock(block)) continue
@@ -40,6 +42,7 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
   }
   if (contents.length === 0) return next
   const prompt = isPrompt(user, contents.flatMap((c) => (c.type === "text" ? [c.text] : [])))
+  if (prompt) next = { ...next, interrupted: false }
   // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
   if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
   const created = user.timestamp ?? next.clock
@@ -74,7 +77,12 @@ const fileOf = (block: Anthropic.KnownContentBlock): UserContent | undefined => 
 }
 
 /** Texts the CLI writes as user messages of its own (and prints on stdout). */
-const cliMarkers = ["[Request interrupted", "<local-command-stdout>", "<local-command-stderr>"]
+const interruptMarker = "[Request interrupted"
+
+const cliMarkers = [interruptMarker, "<local-command-stdout>", "<local-command-stderr>"]
+
+const isInterruptMarker = (blocks: ReadonlyArray<Anthropic.ContentBlock>): boolean =>
+  blocks.some((block) => block.type === "text" && "text" in block && typeof block.text === "string" && block.text.startsWith(interruptMarker))
 
 /** A prompt (what the user typed, a slash command) rather than a message the CLI made. */
 const isPrompt = (user: WholeUser, texts: ReadonlyArray<string>): boolean =>
