@@ -29,9 +29,15 @@ export interface WithParts {
 // Folding events into messages
 // ---------------------------------------------------------------------------
 
+/** A part as last updated, with the deltas since: joined once, when the messages are read. */
+interface Folded {
+  part: Canonical.Part
+  deltas: Array<readonly [field: string, delta: string]> | undefined
+}
+
 interface Mutable {
   info: Canonical.MessageInfo
-  parts: Map<string, Canonical.Part>
+  parts: Map<string, Folded>
 }
 
 const appendDelta = (part: Canonical.Part, field: string, delta: string): Canonical.Part => {
@@ -39,6 +45,22 @@ const appendDelta = (part: Canonical.Part, field: string, delta: string): Canoni
   if (field === "input" && part.type === "tool" && part.state.status === "pending") {
     return { ...part, state: { ...part.state, raw: (part.state.raw ?? "") + delta } }
   }
+  return part
+}
+
+/** The part with its deltas applied, a field's run of deltas as one string. */
+const settled = (folded: Folded): Canonical.Part => {
+  if (folded.deltas === undefined) return folded.part
+  const byField = new Map<string, Array<string>>()
+  for (const [field, delta] of folded.deltas) {
+    const run = byField.get(field)
+    if (run === undefined) byField.set(field, [delta])
+    else run.push(delta)
+  }
+  let part = folded.part
+  for (const [field, deltas] of byField) part = appendDelta(part, field, deltas.join(""))
+  folded.part = part
+  folded.deltas = undefined
   return part
 }
 
@@ -53,11 +75,11 @@ const byId = (a: { readonly id: string }, b: { readonly id: string }) => (a.id <
 
 export const folding = (): Folding => {
   const messages = new Map<string, Mutable>()
-  const orphans = new Map<string, Map<string, Canonical.Part>>()
+  const orphans = new Map<string, Map<string, Folded>>()
   const partsOf = (messageID: string) => {
     const message = messages.get(messageID)
     if (message !== undefined) return message.parts
-    const pending = orphans.get(messageID) ?? new Map<string, Canonical.Part>()
+    const pending = orphans.get(messageID) ?? new Map<string, Folded>()
     orphans.set(messageID, pending)
     return pending
   }
@@ -67,7 +89,7 @@ export const folding = (): Folding => {
         const existing = messages.get(event.properties.info.id)
         if (existing !== undefined) existing.info = event.properties.info
         else {
-          const parts = orphans.get(event.properties.info.id) ?? new Map<string, Canonical.Part>()
+          const parts = orphans.get(event.properties.info.id) ?? new Map<string, Folded>()
           orphans.delete(event.properties.info.id)
           messages.set(event.properties.info.id, { info: event.properties.info, parts })
         }
@@ -78,14 +100,14 @@ export const folding = (): Folding => {
         break
       case "message.part.updated": {
         const part = event.properties.part
-        partsOf(part.messageID).set(part.id, part)
+        partsOf(part.messageID).set(part.id, { part, deltas: undefined })
         break
       }
       case "message.part.delta": {
+        // A storm is thousands of these: each is kept, not applied, until the messages are read.
         const { delta, field, messageID, partID } = event.properties
-        const parts = partsOf(messageID)
-        const part = parts.get(partID)
-        if (part !== undefined) parts.set(partID, appendDelta(part, field, delta))
+        const folded = partsOf(messageID).get(partID)
+        if (folded !== undefined) (folded.deltas ??= []).push([field, delta])
         break
       }
       default:
@@ -96,7 +118,7 @@ export const folding = (): Folding => {
     add,
     messages: () =>
       [...messages.values()]
-        .map((m) => ({ info: m.info, parts: [...m.parts.values()].sort(byId) }))
+        .map((m) => ({ info: m.info, parts: Array.from(m.parts.values(), settled).sort(byId) }))
         .sort((a, b) => byId(a.info, b.info))
   }
 }

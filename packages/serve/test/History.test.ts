@@ -1,6 +1,6 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import type { Canonical } from "@skein/protocol"
+import { Canonical } from "@skein/protocol"
 import { History, Invariants } from "@skein/serve"
 import { Effect } from "effect"
 import { captures, olderCaptures, translate } from "./captures.js"
@@ -143,5 +143,28 @@ describe("History.withShown", () => {
   it("is the history when nothing was shown", () => {
     const history = [user("msg_1", "one")]
     expect(History.withShown(history, [])).toBe(history)
+  })
+})
+
+describe("History.folding", () => {
+  const part = (text: string): Canonical.CanonicalEvent =>
+    Canonical.event("message.part.updated", {
+      sessionID: "ses_1",
+      part: { id: "prt_1", sessionID: "ses_1", messageID: "msg_1", type: "text", text }
+    })
+  const delta = (text: string): Canonical.CanonicalEvent =>
+    Canonical.event("message.part.delta", { sessionID: "ses_1", messageID: "msg_1", partID: "prt_1", field: "text", delta: text })
+  const textOf = (fold: History.Folding) => fold.messages().flatMap((m) => m.parts.map((p) => (p.type === "text" ? p.text : "")))
+
+  it("applies a part's deltas in order when read, again after more arrive, and an update replaces them", () => {
+    const fold = History.folding()
+    fold.add(Canonical.event("message.updated", { sessionID: "ses_1", info: { id: "msg_1", sessionID: "ses_1", role: "user", time: { created: 1 } } }))
+    for (const event of [part(""), delta("Hel"), delta("lo, "), delta("wor")]) fold.add(event)
+    expect(textOf(fold)).toEqual(["Hello, wor"])
+    fold.add(delta("ld"))
+    expect(textOf(fold)).toEqual(["Hello, world"])
+    fold.add(part("Hello, world."))
+    fold.add(delta("!"))
+    expect(textOf(fold)).toEqual(["Hello, world.!"])
   })
 })
