@@ -315,11 +315,24 @@ const fork = (core: Core) =>
     return info
   })
 
+/** The title opencode gives a session no one has named; it names it after the first prompt. */
+const unnamed = /^New session - \d{4}-\d{2}-\d{2}T/
+
+/** A title from a prompt: its first line, at most 50 characters. A command (`/compact`) names nothing. */
+export const titleFrom = (content: Content): string | undefined => {
+  const line = textOf(content).trim().split("\n")[0]!.trim()
+  if (line === "" || line.startsWith("/")) return undefined
+  return line.length > 50 ? `${line.slice(0, 49).trimEnd()}…` : line
+}
+
 /** Queues the content as a turn of the live session (starting it); the turns ended before it. */
 const send = (core: Core, sessionID: string, content: Content) =>
   Effect.gen(function*() {
     const session = yield* core.live(sessionID)
     const k = yield* core.catalog.lookup(sessionID)
+    // Without a model call for it, as opencode makes one: the prompt's first line.
+    const title = unnamed.test(k.title) ? titleFrom(content) : undefined
+    if (title !== undefined) yield* update(core)(sessionID, { title })
     k.updated = Date.now()
     const before = (yield* SubscriptionRef.get(session.ended)).count
     // Named here, kept by the CLI in its transcript: the prompt shows live under the id the history gives it.

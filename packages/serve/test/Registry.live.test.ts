@@ -3,13 +3,15 @@
  * the real CLI and FakeModel: a session stopped when idle and woken by the
  * next prompt, prompts queued behind a busy session, `AskUserQuestion`
  * answered from a client, the todo list from `TodoWrite`, a live session's
- * `session.updated` events keeping its title (and a rename) and creation time.
+ * `session.updated` events keeping its title (and a rename) and creation time,
+ * and an unnamed session named by its first prompt.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { createOpencodeClient as createV2 } from "@opencode-ai/sdk/v2"
 import { Canonical } from "@skein/protocol"
 import { FakeModel } from "@skein/testkit"
 import { Effect, Option, Schedule, Schema } from "effect"
+import { titleFrom } from "../src/SessionRegistry.js"
 import * as Harness from "./harness.js"
 
 const { collectUntil } = Harness
@@ -59,10 +61,14 @@ describe("the session registry with the real CLI", () => {
       expect(woken.statuses).toEqual([204, 204])
       expect(idles(woken.seen)).toBe(2)
       expect(woken.messages.map((m) => m.info.role)).toEqual(["user", "assistant", "user", "assistant", "user", "assistant"])
-      // The resumed translator knows the session as the registry does.
+      // The resumed translator knows the session as the registry does: named by its first
+      // prompt (it had opencode's default title), which later prompts leave alone.
+      expect(session.title).toMatch(/^New session - /)
       const resumedInfos = updatesOf(woken.seen, session.id)
       expect(resumedInfos.filter((i) => i.model !== undefined).length).toBeGreaterThan(0)
-      for (const info of resumedInfos) expect(info).toMatchObject({ title: session.title, time: { created: session.time.created } })
+      for (const info of resumedInfos) expect(info).toMatchObject({ title: "one", time: { created: session.time.created } })
+      const named = yield* Effect.promise(async () => (await client.session.get({ sessionID: session.id })).data!)
+      expect(named.title).toBe("one")
       const resumed = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(FakeModel.messagesText(resumed)).toContain("First answer.")
       const queued = yield* model.awaitRequest(2, FakeModel.isConversation)
@@ -177,4 +183,14 @@ describe("the session registry with the real CLI", () => {
       for (const info of after) expect(info).toMatchObject({ title: "New title", time: { created: r.session.time.created } })
       expect(r.got).toMatchObject({ id: r.session.id, title: "New title", time: { created: r.session.time.created } })
     }))
+})
+
+describe("SessionRegistry.titleFrom", () => {
+  it("is a prompt's first line, at most 50 characters; a command or an empty prompt names nothing", () => {
+    expect(titleFrom("  Fix the login bug\nIt fails on Safari.")).toBe("Fix the login bug")
+    expect(titleFrom("x".repeat(80))).toBe(`${"x".repeat(49)}…`)
+    expect(titleFrom("/compact")).toBeUndefined()
+    expect(titleFrom("   ")).toBeUndefined()
+    expect(titleFrom([{ type: "text", text: "From a block" }])).toBe("From a block")
+  })
 })

@@ -16,6 +16,10 @@ import * as Harness from "./harness.js"
 
 const count = (pane: string, text: string) => pane.split(text).length - 1
 
+/** The messages' column of a 160-column pane; the sidebar (title, context, cost) is to its right. */
+const messagesOf = (pane: string) => pane.split("\n").map((line) => [...line].slice(0, 110).join("")).join("\n")
+const sidebarOf = (pane: string) => pane.split("\n").map((line) => [...line].slice(110).join("")).join("\n")
+
 /** The footer under a finished reply: agent, model and the turn's duration. */
 const finished = /▣\s+Build · \S+ · \d/
 
@@ -69,14 +73,18 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const socket = yield* attach(server, model.url)
       const prompt = "Say hello to the TUI"
       type(socket, prompt)
-      const pane = yield* waitForPane(socket, (p) => p.includes(reply) && finished.test(p), 240)
+      const shown = yield* waitForPane(socket, (p) => p.includes(reply) && finished.test(p), 240)
+      const pane = messagesOf(shown)
       expect(pane).toMatch(finished)
       expect(count(pane, prompt)).toBe(1)
       expect(count(pane, reply)).toBe(1)
       expect(pane.indexOf(prompt)).toBeLessThan(pane.indexOf(reply))
+      // The session had opencode's default title: its first prompt names it.
+      yield* waitForPane(socket, (p) => sidebarOf(p).includes(prompt), 40)
+      expect(sidebarOf(tmux(socket, ["capture-pane", "-p", "-t", "tui"]))).toContain(prompt)
       const next = "And once more"
       type(socket, next)
-      const after = yield* waitForPane(socket, (p) => p.includes(second) && p.match(new RegExp(finished, "g"))?.length === 2, 240)
+      const after = messagesOf(yield* waitForPane(socket, (p) => p.includes(second) && p.match(new RegExp(finished, "g"))?.length === 2, 240))
       const order = [prompt, reply, next, second]
       for (const text of order) expect(count(after, text)).toBe(1)
       expect(order.map((text) => after.indexOf(text))).toEqual(order.map((text) => after.indexOf(text)).sort((a, b) => a - b))
