@@ -25,7 +25,7 @@ import * as TurnBoundaries from "./turnBoundaries.js"
 export interface Ended {
   /** How many turns have reached `session.idle`. */
   readonly count: number
-  /** The messages of the last finished turn, as a client holds them. */
+  /** The messages of the last finished turn (from its prompt on), as a client holds them. */
   readonly messages: ReadonlyArray<History.WithParts>
 }
 
@@ -112,7 +112,6 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
 
   let translator = options.initial
   let turns = TurnBoundaries.initial()
-  let turnEvents: Array<Canonical.CanonicalEvent> = []
   // The turn under way (from its prompt on) and the one before it: after an
   // idle the transcript may still lag the last turn by a write.
   let shownBefore = History.folding()
@@ -156,19 +155,15 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       : options.questions.announce(options.cliSessionId, requestId, options.directory, event.properties)
   }
 
-  /** What the sync prompt answers with: the turn's messages, folded as a client folds them. */
+  /** The turn's messages, folded as a client folds them: what the list shows beside the transcript, and what the sync prompt answers with. */
   const follow = (event: Canonical.CanonicalEvent): Effect.Effect<void> | undefined => {
     switch (event.type) {
       case "session.status": {
         const isBusy = event.properties.status.type !== "idle"
-        return Effect.flatMap(SubscriptionRef.get(busy), (wasBusy) => {
-          if (isBusy && !wasBusy) turnEvents = []
-          return SubscriptionRef.set(busy, isBusy)
-        })
+        return SubscriptionRef.set(busy, isBusy)
       }
       case "session.idle": {
-        const messages = History.collect(turnEvents)
-        turnEvents = []
+        const messages = shownNow.messages()
         shownBefore = shownNow
         shownNow = History.folding()
         return SubscriptionRef.update(ended, (e) => ({ count: e.count + 1, messages }))
@@ -178,10 +173,7 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
         return undefined
       default:
         // The other session.* events (and the legacy copies) are not part of a message.
-        if (!event.type.startsWith("session.")) {
-          turnEvents.push(event)
-          shownNow.add(event)
-        }
+        if (!event.type.startsWith("session.")) shownNow.add(event)
         return undefined
     }
   }

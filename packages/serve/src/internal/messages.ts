@@ -273,7 +273,7 @@ const promptedWith = { agent: "build", model: { providerID: "anthropic", modelID
 /** What a user message shows: its texts and the files attached to it, in order. */
 export type UserContent =
   | { readonly type: "text"; readonly text: string }
-  | { readonly type: "file"; readonly mime: string; readonly url: string; readonly filename?: string | undefined }
+  | Omit<Canonical.FilePart, "id" | "sessionID" | "messageID">
 
 /** Opens a user message with its text and file parts; `uuid` is the CLI's entry uuid. */
 export const openUser = (

@@ -12,7 +12,7 @@ import type { Anthropic } from "@skein/protocol"
 import * as Effect from "effect/Effect"
 import * as Path from "node:path"
 import * as Url from "node:url"
-import { type BadRequest, badRequest, type PromptBody } from "../ServeApi.js"
+import { type BadRequest, badRequest, type FilePartInput, type PromptBody } from "../ServeApi.js"
 
 type Part = typeof PromptBody.Type["parts"][number]
 
@@ -102,7 +102,7 @@ const blockOf = (file: FileBytes): Effect.Effect<Anthropic.ContentBlock, BadRequ
   return refuse(file.name, `Claude Code cannot read ${file.mime}`)
 }
 
-const fileBlock = (part: { readonly mime: string; readonly url: string; readonly filename?: string | undefined }, directory: string) => {
+const fileBlock = (part: typeof FilePartInput.Type, directory: string) => {
   const name = part.filename ?? part.url.slice(0, 64)
   const scheme = part.url.slice(0, part.url.indexOf(":") + 1).toLowerCase()
   const file = scheme === "data:"
