@@ -24,6 +24,7 @@
  *
  *   npx tsx bench/startup.ts            # 20 rounds after a warm-up
  *   npx tsx bench/startup.ts 20         # 20 rounds
+ *   npx tsx bench/startup.ts --model-in-process
  *
  * In stream-json mode the CLI prints `system/init` only once it has read the
  * first user message, so every contender sends that message right away and
@@ -50,7 +51,9 @@ import * as Path from "node:path"
 import * as Readline from "node:readline"
 import * as Url from "node:url"
 
-const rounds = Number(process.argv[2] ?? 20)
+const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 20)
+/** Where FakeModel runs: a process of its own (the default), or this one (`--model-in-process`, how the bench measured before). */
+const modelInProcess = process.argv.includes("--model-in-process")
 const prompt = "Say hello"
 /** The SDK release that bundles CLI 2.1.332 (its package.json says so in `claudeCodeVersion`). */
 const sdkVersion = "0.3.332"
@@ -339,8 +342,26 @@ const median = (values: ReadonlyArray<number>): number => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+/** FakeModel in its own process (see `support/fakeModelServer.ts`); ended with the scope. */
+const modelProcess = Effect.acquireRelease(
+  Effect.async<{ readonly url: string; readonly child: ChildProcess.ChildProcess }>((resume) => {
+    const tsx = Path.resolve(import.meta.dirname, "../node_modules/.bin/tsx")
+    const child = ChildProcess.spawn(tsx, [Path.resolve(import.meta.dirname, "support/fakeModelServer.ts")], {
+      stdio: ["pipe", "pipe", "inherit"]
+    })
+    Readline.createInterface({ input: child.stdout }).once("line", (url) => resume(Effect.succeed({ url, child })))
+    child.once("exit", (code) => resume(Effect.dieMessage(`FakeModel's process exited (${code}) before it listened`)))
+  }),
+  ({ child }) =>
+    Effect.async<void>((resume) => {
+      if (child.exitCode !== null) return resume(Effect.void)
+      child.once("exit", () => resume(Effect.void))
+      child.stdin?.end()
+    })
+)
+
 const main = Effect.gen(function*() {
-  const model = yield* FakeModel.make()
+  const model = modelInProcess ? yield* FakeModel.make() : yield* modelProcess
   const query = yield* Effect.promise(loadSdk)
   const runtime = yield* Effect.acquireRelease(
     Effect.sync(() => ManagedRuntime.make(ProcessHost.layerMemory())),
@@ -365,7 +386,9 @@ const main = Effect.gen(function*() {
   ]
   const timings = new Map<string, Array<Timing>>(contenders.map(([name]) => [name, []]))
 
-  console.log(`CLI ${String(cliVersion)} at ${cli}; FakeModel at ${model.url}; ${rounds} rounds after a warm-up`)
+  console.log(
+    `CLI ${String(cliVersion)} at ${cli}; FakeModel at ${model.url} (${modelInProcess ? "in this process" : "its own process"}); ${rounds} rounds after a warm-up`
+  )
   const load = () => Os.loadavg()[0]!.toFixed(1)
   console.log(`load average ${load()} on ${Os.cpus().length} CPUs`)
   for (let round = 0; round <= rounds; round++) {
