@@ -199,14 +199,18 @@ const drawPart = (part, open) => {
   }
 }
 
+/** The CLI's own name and input: a part shown under opencode's tool name keeps them in `metadata.cli`. */
+const cliOf = (part) => part.metadata?.cli ?? { tool: part.tool, input: part.state?.input }
+
 const drawTool = (part) => {
   const state = part.state ?? { status: "pending" }
-  const input = state.input && Object.keys(state.input).length > 0 ? state.input : part.inputText ?? state.raw ?? state.input
+  const cli = cliOf(part)
+  const input = cli.input && Object.keys(cli.input).length > 0 ? cli.input : part.inputText ?? state.raw ?? cli.input
   const output = state.status === "completed" ? state.output : state.status === "error" ? state.error : undefined
   return h(
     "div",
     { class: "tool", "data-part": part.id, "data-status": state.status },
-    h("p", { class: "tool-head" }, h("strong", { text: part.tool }), " ", badge(state.status), state.title ? h("span", { class: "muted", text: ` ${state.title}` }) : undefined),
+    h("p", { class: "tool-head" }, h("strong", { text: cli.tool }), " ", badge(state.status), state.title ? h("span", { class: "muted", text: ` ${state.title}` }) : undefined),
     h("pre", { class: "io", "aria-label": "input", text: pretty(input) }),
     output === undefined ? undefined : h("pre", { class: `io output${state.status === "error" ? " error" : ""}`, "aria-label": "output", text: pretty(output) })
   )

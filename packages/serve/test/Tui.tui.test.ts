@@ -3,8 +3,10 @@
  * a private socket: a typed prompt gets the model's reply, streamed by the
  * real CLI from FakeModel, on the screen: the prompt once, then the reply
  * once, with the footer the TUI writes under a finished turn. A tool the CLI
- * asks permission for shows the TUI's own prompt, and "Allow once" runs it.
- * Esc twice interrupts a streaming reply, which the TUI then marks.
+ * asks permission for shows the TUI's own prompt, and "Allow once" runs it;
+ * the TUI then draws the call with its own views (a command with its output,
+ * an edit as a diff), not its generic row. Esc twice interrupts a streaming
+ * reply, which the TUI then marks.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FakeModel, Opencode } from "@skein/testkit"
@@ -94,7 +96,7 @@ describe("opencode attach (the TUI) against skein serve", () => {
     Effect.gen(function*() {
       const model = yield* FakeModel.make({
         replies: [
-          FakeModel.combine(FakeModel.text("Let me make it."), FakeModel.toolUse("Bash", { command: "touch made-in-the-tui.txt", description: "Create a file" })),
+          FakeModel.combine(FakeModel.text("Let me make it."), FakeModel.toolUse("Bash", { command: "touch made-in-the-tui.txt && echo made", description: "Create a file" })),
           FakeModel.text("The file is there.")
         ]
       })
@@ -110,6 +112,39 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const done = yield* waitForPane(socket, (p) => p.includes("The file is there.") && finished.test(p), 240)
       expect(done).not.toContain("Permission required")
       expect(Fs.existsSync(made)).toBe(true)
+      // The TUI's bash view: the command and what it printed, not "⚙ Bash [command=…]".
+      const view = messagesOf(yield* waitForPane(socket, (p) => p.includes("$ touch made-in-the-tui.txt && echo made"), 40))
+      expect(view).toContain("$ touch made-in-the-tui.txt && echo made")
+      expect(view).toMatch(/^\s*┃?\s*made\s*$/m)
+      expect(view).not.toContain("⚙")
+    }), { timeout: 120_000 })
+
+  it.scopedLive("an edit shows as the TUI's diff of the file", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make()
+      const server = yield* Harness.start(model)
+      const file = Path.join(server.dirs.cwd, "notes.txt")
+      Fs.writeFileSync(file, "alpha\nbeta\n")
+      yield* model.enqueue(
+        // The CLI edits only a file it has read in this session.
+        FakeModel.toolUse("Read", { file_path: file }),
+        FakeModel.toolUse("Edit", { file_path: file, old_string: "beta", new_string: "gamma" }),
+        FakeModel.text("Edited.")
+      )
+      const socket = yield* attach(server, model.url)
+      type(socket, "Edit the notes")
+      const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
+      expect(asked).toContain("Allow once")
+      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+      const done = messagesOf(yield* waitForPane(socket, (p) => p.includes("Edited.") && finished.test(p), 240))
+      expect(Fs.readFileSync(file, "utf8")).toBe("alpha\ngamma\n")
+      // The read and the edit under their own views; the edit as a diff with line numbers.
+      expect(done).toContain("→ Read notes.txt")
+      expect(done).toContain("← Edit notes.txt")
+      expect(done).toMatch(/1\s+alpha/)
+      expect(done).toMatch(/2 - beta/)
+      expect(done).toMatch(/2 \+ gamma/)
+      expect(done).not.toContain("⚙")
     }), { timeout: 120_000 })
 
   it.scopedLive("Esc twice interrupts a streaming reply: it stops, shows as interrupted, and the next prompt is answered", () =>

@@ -6,6 +6,7 @@
  */
 import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
+import * as NativeTools from "./nativeTools.js"
 import type { Block, BlockKind, Events, OpenMessage, State, StepUsage } from "./state.js"
 import { emptyTokens, setMap, tokensOf } from "./state.js"
 
@@ -176,17 +177,14 @@ const blockPart = (
         ? { id, sessionID, messageID, type: "reasoning", text: block.text, time, redacted: true, metadata: { redacted: true } }
         : { id, sessionID, messageID, type: "reasoning", text: block.text, time }
     case "tool":
-      return {
-        id,
-        sessionID,
-        messageID,
-        type: "tool",
-        callID: block.callID,
-        tool: block.tool,
-        state: phase === "open"
-          ? { status: "pending", input, raw: block.text }
-          : { status: "running", input, time: { start: state.clock } }
-      }
+      return NativeTools.toolPart(
+        { id, sessionID, messageID, callID: block.callID },
+        { tool: block.tool, input },
+        (native) =>
+          phase === "open"
+            ? { status: "pending", input: native, raw: block.text }
+            : { status: "running", input: native, time: { start: state.clock } }
+      )
   }
 }
 

@@ -4,6 +4,7 @@
  * Claude Code's items have no priority: they are served as `medium`.
  */
 import type * as History from "../History.js"
+import * as NativeTools from "./nativeTools.js"
 
 export interface Todo {
   readonly content: string
@@ -22,8 +23,10 @@ const todoOf = (item: unknown): ReadonlyArray<Todo> => {
 export const todos = (messages: ReadonlyArray<History.WithParts>): ReadonlyArray<Todo> => {
   for (const message of [...messages].reverse()) {
     for (const part of [...message.parts].reverse()) {
-      if (part.type !== "tool" || part.tool !== "TodoWrite") continue
-      const list = part.state.input["todos"]
+      if (part.type !== "tool") continue
+      const cli = NativeTools.cliOf(part)
+      if (cli.tool !== "TodoWrite") continue
+      const list = cli.input["todos"]
       if (Array.isArray(list)) return list.flatMap(todoOf)
     }
   }

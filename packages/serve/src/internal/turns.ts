@@ -7,6 +7,7 @@
  */
 import { Canonical } from "@skein/protocol"
 import { closeBlock, finishAssistant, flushCompaction, partUpdated } from "./messages.js"
+import * as NativeTools from "./nativeTools.js"
 import { showQueued } from "./prompts.js"
 import type { Events, State } from "./state.js"
 
@@ -27,15 +28,14 @@ export const closeOpen = (state: State, events: Events, reason: string): State =
     next = finishAssistant(next, events)
   }
   for (const [callID, tool] of next.tools) {
-    events.push(partUpdated(next, {
-      id: tool.partID,
-      sessionID: next.sessionID,
-      messageID: tool.messageID,
-      type: "tool",
-      callID,
-      tool: tool.tool,
-      state: { status: "error", input: tool.input, error: reason, time: { start: tool.start, end: Math.max(next.clock, tool.start) } }
-    }))
+    events.push(partUpdated(
+      next,
+      NativeTools.toolPart(
+        { id: tool.partID, sessionID: next.sessionID, messageID: tool.messageID, callID },
+        tool,
+        (input) => ({ status: "error", input, error: reason, time: { start: tool.start, end: Math.max(next.clock, tool.start) } })
+      )
+    ))
   }
   return { ...next, tools: new Map(), pendingRetries: [] }
 }

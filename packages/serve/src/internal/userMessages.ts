@@ -6,6 +6,7 @@
 import { Anthropic, Canonical } from "@skein/protocol"
 import type { UserContent } from "./messages.js"
 import { finishAssistant, flushCompaction, openUser, partUpdated, tickUser } from "./messages.js"
+import * as NativeTools from "./nativeTools.js"
 import type { Events, OpenTool, State } from "./state.js"
 import { deleteMap, field } from "./state.js"
 
@@ -112,22 +113,29 @@ const completeTool = (state: State, events: Events, block: Anthropic.ToolResultB
   if (tool === undefined) return state
   const end = Math.max(user.timestamp ?? state.clock, tool.start)
   const output = outputOf(block)
-  const metadata: Canonical.JsonObject = typeof user.toolUseResult === "object" && user.toolUseResult !== null &&
+  const result: Canonical.JsonObject = typeof user.toolUseResult === "object" && user.toolUseResult !== null &&
       !Array.isArray(user.toolUseResult)
     ? { ...user.toolUseResult }
     : {}
-  const toolState: Canonical.ToolState = block.is_error === true
-    ? { status: "error", input: tool.input, error: output, time: { start: tool.start, end } }
-    : { status: "completed", input: tool.input, output, title: titleOf(tool), metadata, time: { start: tool.start, end } }
-  events.push(partUpdated(state, {
-    id: tool.partID,
-    sessionID: state.sessionID,
-    messageID: tool.messageID,
-    type: "tool",
-    callID: block.tool_use_id,
-    tool: tool.tool,
-    state: toolState
-  }))
+  const title = titleOf(tool)
+  events.push(partUpdated(
+    state,
+    NativeTools.toolPart(
+      { id: tool.partID, sessionID: state.sessionID, messageID: tool.messageID, callID: block.tool_use_id },
+      tool,
+      (input): Canonical.ToolState =>
+        block.is_error === true
+          ? { status: "error", input, error: output, time: { start: tool.start, end } }
+          : {
+            status: "completed",
+            input,
+            output,
+            title,
+            metadata: NativeTools.completedMetadata(tool.tool, tool.input, output, result),
+            time: { start: tool.start, end }
+          }
+    )
+  ))
   return inferReply({ ...state, tools: deleteMap(state.tools, block.tool_use_id) }, events, block)
 }
 
