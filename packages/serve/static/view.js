@@ -97,8 +97,8 @@ export function drawAsks(store, id) {
 const drawAsk = (ask) =>
   h(
     "article",
-    { class: "ask", "data-ask": ask.id, "aria-label": `Permission for ${ask.permission}` },
-    h("h3", { text: `Allow ${ask.permission}?` }),
+    { class: "ask", "data-ask": ask.id, "aria-label": `Permission for ${askedBy(ask)}` },
+    h("h3", { text: `Allow ${askedBy(ask)}?` }),
     ask.patterns?.length ? h("p", { class: "muted", text: ask.patterns.join(", ") }) : undefined,
     h("pre", { class: "io", text: pretty(ask.metadata) }),
     h(
@@ -198,6 +198,9 @@ const drawPart = (part, open) => {
       return undefined
   }
 }
+
+/** The CLI's tool behind an ask: one asked under opencode's permission name keeps it in `metadata.cli`. */
+const askedBy = (ask) => ask.metadata?.cli?.tool ?? ask.permission
 
 /** The CLI's own name and input: a part shown under opencode's tool name keeps them in `metadata.cli`. */
 const cliOf = (part) => part.metadata?.cli ?? { tool: part.tool, input: part.state?.input }

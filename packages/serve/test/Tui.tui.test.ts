@@ -104,7 +104,9 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const socket = yield* attach(server, model.url)
       type(socket, "Make the file")
       const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
-      expect(asked).toContain("Bash")
+      // The TUI's shell prompt, with the command, not "⚙ Call tool Bash".
+      expect(asked).toContain("Shell command")
+      expect(asked).toContain("$ touch made-in-the-tui.txt && echo made")
       const made = Path.join(server.dirs.cwd, "made-in-the-tui.txt")
       expect(Fs.existsSync(made)).toBe(false)
       // The first choice, "Allow once", is selected.
@@ -134,7 +136,9 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const socket = yield* attach(server, model.url)
       type(socket, "Edit the notes")
       const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
-      expect(asked).toContain("Allow once")
+      // The TUI's edit prompt names the file.
+      expect(asked).toMatch(/Edit \S*notes\.txt/)
+      expect(asked).not.toContain("Call tool")
       tmux(socket, ["send-keys", "-t", "tui", "Enter"])
       const done = messagesOf(yield* waitForPane(socket, (p) => p.includes("Edited.") && finished.test(p), 240))
       expect(Fs.readFileSync(file, "utf8")).toBe("alpha\ngamma\n")

@@ -45,9 +45,9 @@ describe("permissions and questions", () => {
     expect(types(events)).toEqual(["permission.asked", "permission.replied"])
     const [asked, replied] = events
     expect(asked?.type === "permission.asked" && asked.properties).toMatchObject({
-      permission: "Bash",
+      permission: "bash",
       patterns: ["rm -rf build"],
-      metadata: { command: "rm -rf build" }
+      metadata: { command: "rm -rf build", cli: { tool: "Bash", input: { command: "rm -rf build" } } }
     })
     expect(asked?.type === "permission.asked" && asked.properties.id).toMatch(/^per_/)
     expect(replied?.type === "permission.replied" && replied.properties).toMatchObject({ reply: "always" })

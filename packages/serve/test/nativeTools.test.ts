@@ -97,6 +97,21 @@ describe("NativeTools", () => {
     expect(NativeTools.name("ExitPlanMode")).toBe("ExitPlanMode")
   })
 
+  it("asks permission under opencode's names: every file change as edit, with its path", () => {
+    const edit = { file_path: "/w/notes.txt", old_string: "beta", new_string: "gamma" }
+    expect([NativeTools.permission("Edit"), NativeTools.permissionMetadata("Edit", edit)])
+      .toEqual(["edit", { ...edit, filepath: "/w/notes.txt", cli: { tool: "Edit", input: edit } }])
+    const write = { file_path: "/w/new.txt", content: "x" }
+    expect([NativeTools.permission("Write"), NativeTools.permissionMetadata("Write", write)["filepath"]]).toEqual(["edit", "/w/new.txt"])
+    const notebook = { notebook_path: "/w/a.ipynb", new_source: "1" }
+    expect([NativeTools.permission("NotebookEdit"), NativeTools.permissionMetadata("NotebookEdit", notebook)["filepath"]])
+      .toEqual(["edit", "/w/a.ipynb"])
+    expect([NativeTools.permission("Bash"), NativeTools.permission("WebFetch"), NativeTools.permission("Task")]).toEqual(["bash", "webfetch", "task"])
+    // A tool opencode lacks asks under its own name, its metadata the CLI's input as it was.
+    expect([NativeTools.permission("mcp__notes__add"), NativeTools.permissionMetadata("mcp__notes__add", { text: "hi" })])
+      .toEqual(["mcp__notes__add", { text: "hi" }])
+  })
+
   it("serves the todo list from the CLI's TodoWrite call behind a todowrite part", () => {
     const part = completed({ tool: "TodoWrite", input: { todos: [{ content: "Plan", status: "pending" }] } }, "ok")
     const info: Canonical.UserMessage = {

@@ -12,6 +12,12 @@
  * the part's `metadata.cli`: nothing the CLI said is lost. Every other tool
  * (MCP tools, NotebookEdit, ExitPlanMode, whose counterpart would switch the
  * client's agent) keeps its name and input.
+ *
+ * Permission asks follow suit: the TUI's prompt has a view per opencode
+ * permission (`bash` shows the command, read the path, …), which reads the
+ * asking tool's part, so the part's native input is what makes it specific.
+ * Every change to a file asks as `edit`, as opencode's write does, with the
+ * file's path in `metadata.filepath`.
  */
 import { type Canonical, Json } from "@skein/protocol"
 
@@ -121,6 +127,31 @@ const natives: { readonly [cli: string]: Native } = {
   },
   Task: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) },
   Agent: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) }
+}
+
+/** The CLI's tools that change a file, and the input naming it. */
+const fileChanges: { readonly [cli: string]: string } = {
+  Edit: "file_path",
+  MultiEdit: "file_path",
+  Write: "file_path",
+  NotebookEdit: "notebook_path"
+}
+
+/** opencode's permission for a CLI tool's ask: `edit` for a file change, else its tool's name. */
+export const permission = (cliTool: string): string => fileChanges[cliTool] !== undefined ? "edit" : name(cliTool)
+
+/**
+ * An ask's metadata: the CLI's input as it was, the path opencode's edit
+ * prompt shows, and the CLI's call under `cli` when the ask is renamed.
+ */
+export const permissionMetadata = (cliTool: string, cliInput: JsonObject): JsonObject => {
+  const pathField = fileChanges[cliTool]
+  const filepath = pathField === undefined ? undefined : cliInput[pathField]
+  return {
+    ...cliInput,
+    ...(typeof filepath === "string" ? { filepath } : {}),
+    ...(permission(cliTool) === cliTool ? {} : { cli: { tool: cliTool, input: cliInput } })
+  }
 }
 
 /** opencode's name for a CLI tool; the CLI's own when opencode has none. */

@@ -6,6 +6,7 @@
 import type { Control } from "@skein/protocol"
 import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
+import * as NativeTools from "./nativeTools.js"
 import type { Events, State } from "./state.js"
 import { deleteMap, field, setMap } from "./state.js"
 
@@ -64,9 +65,9 @@ export const onRequest = (state: State, events: Events, requestId: string, reque
         : Canonical.event("permission.asked", {
           id,
           sessionID: state.sessionID,
-          permission: request.tool_name,
+          permission: NativeTools.permission(request.tool_name),
           patterns: patternsOf(request),
-          metadata: request.input,
+          metadata: NativeTools.permissionMetadata(request.tool_name, request.input),
           always: alwaysOf(request),
           ...tool
         })
