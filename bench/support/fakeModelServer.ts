@@ -1,10 +1,10 @@
 /**
  * FakeModel in a process of its own, for benches that measure the host's
  * CPU: the model stands in for a remote API, so its request handling is not
- * the host's work, and in the host's process it shares the JIT's state with
- * whichever contender runs (its Effect code runs slower beside skein's than
- * beside the SDK's). Prints its URL as the first line of stdout; ends with
- * its stdin.
+ * the host's work; and in the host's process its Effect code shares the
+ * JIT's state with whichever contender runs, so what it cost in a window
+ * depended on the contender. Prints its URL as the first line of stdout;
+ * ends with its stdin.
  *
  *   tsx bench/support/fakeModelServer.ts
  */
