@@ -32,8 +32,11 @@
  * contenders, each run gets fresh config, working and temp directories, and
  * the medians are reported, since the machines are shared and noisy: of the
  * times, and of each round's ratio to direct (pairing cancels drifts in the
- * load). "host CPU" is this process's CPU time from start to the first result
- * (FakeModel serves from this process too, the same for every contender).
+ * load). "host CPU" is this process's CPU time from start to the first result.
+ * FakeModel serves from a process of its own: it stands in for a remote API,
+ * and in this process its Effect code shares the JIT's state with the
+ * contender that runs, so its cost is not the same for every contender (it
+ * was about 15 ms in the SDK's window and 7 ms in skein's).
  * Each run's process must be gone before the next one starts.
  *
  * The SDK is not a dependency of the repository: the bench installs it on
