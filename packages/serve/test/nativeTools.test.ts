@@ -86,6 +86,7 @@ describe("NativeTools", () => {
       .toEqual(["todowrite", { todos: list }, list])
     expect(NativeTools.name("WebFetch")).toBe("webfetch")
     expect(NativeTools.name("Task")).toBe("task")
+    expect([NativeTools.name("Skill"), NativeTools.input("Skill", { skill: "review" })]).toEqual(["skill", { name: "review" }])
   })
 
   it("leaves a tool opencode lacks as the CLI named it, with no part metadata", () => {

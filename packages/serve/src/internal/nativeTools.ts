@@ -126,7 +126,8 @@ const natives: { readonly [cli: string]: Native } = {
     completed: (input) => Array.isArray(input["todos"]) ? { todos: input["todos"] } : {}
   },
   Task: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) },
-  Agent: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) }
+  Agent: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) },
+  Skill: { name: "skill", input: rename({ skill: "name" }) }
 }
 
 /** The CLI's tools that change a file, and the input naming it. */
