@@ -118,6 +118,17 @@ describe("the session registry with the real CLI", () => {
       const followUp = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(JSON.stringify(followUp.body)).toContain(String.raw`\"Which color?\"=\"Blue\"`)
       expect(r.reply.parts.flatMap((p) => (p.type === "text" ? [p.text] : []))).toEqual(["Blue it is."])
+      const messages = yield* Effect.promise(() => client.session.messages({ sessionID: r.reply.info.sessionID }))
+      // The call itself is opencode's question tool, with the answer its view lists.
+      const call = messages.data!.flatMap((m) => m.parts).find((p) => p.type === "tool")
+      expect(call?.type === "tool" && [call.tool, call.state.status]).toEqual(["question", "completed"])
+      expect(call?.type === "tool" && call.state.input["questions"]).toEqual([{
+        question: "Which color?",
+        header: "Color",
+        options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }],
+        multiple: false
+      }])
+      expect(call?.type === "tool" && call.state.status === "completed" && call.state.metadata["answers"]).toEqual([["Blue"]])
     }))
 
   it.scopedLive("GET /session/:id/todo is the list of the CLI's last TodoWrite", () =>

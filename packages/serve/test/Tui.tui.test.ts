@@ -151,6 +151,30 @@ describe("opencode attach (the TUI) against skein serve", () => {
       expect(done).not.toContain("⚙")
     }), { timeout: 120_000 })
 
+  it.scopedLive("a new file asks as the TUI's edit prompt, then shows as written with its content", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make()
+      // Write is offered only without --bare.
+      const server = yield* Harness.start(model, { bare: false })
+      const file = Path.join(server.dirs.cwd, "plan.md")
+      yield* model.enqueue(
+        FakeModel.toolUse("Write", { file_path: file, content: "first step\nsecond step\n" }),
+        FakeModel.text("Written.")
+      )
+      const socket = yield* attach(server, model.url)
+      type(socket, "Write the plan")
+      const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
+      expect(asked).toMatch(/Edit \S*plan\.md/)
+      expect(asked).not.toContain("Call tool")
+      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+      const done = messagesOf(yield* waitForPane(socket, (p) => /Written\.\s*\n\s*▣\s+Build · \S+ · \d/.test(p), 240))
+      expect(Fs.readFileSync(file, "utf8")).toBe("first step\nsecond step\n")
+      expect(done).toMatch(/Wrote \S*plan\.md/)
+      expect(done).toMatch(/1\s+first step/)
+      expect(done).toMatch(/2\s+second step/)
+      expect(done).not.toContain("⚙")
+    }), { timeout: 120_000 })
+
   it.scopedLive("Esc twice interrupts a streaming reply: it stops, shows as interrupted, and the next prompt is answered", () =>
     Effect.gen(function*() {
       const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ")

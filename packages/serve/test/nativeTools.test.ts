@@ -89,6 +89,25 @@ describe("NativeTools", () => {
     expect([NativeTools.name("Skill"), NativeTools.input("Skill", { skill: "review" })]).toEqual(["skill", { name: "review" }])
   })
 
+  it("shows AskUserQuestion as opencode's question, each question's answer as the list its view shows", () => {
+    const questions = [
+      { question: "Which color?", header: "Color", options: [{ label: "Blue", description: "cool" }], multiSelect: false },
+      { question: "Which size?", header: "Size", options: [] }
+    ]
+    const part = completed({ tool: "AskUserQuestion", input: { questions } }, "answered", {
+      questions,
+      answers: { "Which color?": "Blue" }
+    })
+    expect(part.tool).toBe("question")
+    expect(part.state.input).toEqual({
+      questions: [
+        { question: "Which color?", header: "Color", options: [{ label: "Blue", description: "cool" }], multiple: false },
+        { question: "Which size?", header: "Size", options: [] }
+      ]
+    })
+    expect(part.state.status === "completed" && part.state.metadata["answers"]).toEqual([["Blue"], []])
+  })
+
   it("leaves a tool opencode lacks as the CLI named it, with no part metadata", () => {
     const cli = { tool: "mcp__notes__add", input: { text: "hi" } }
     const part = completed(cli, "added")

@@ -9,9 +9,10 @@
  * `metadata.matches`. Under any other name a tool is a generic row listing
  * its scalar inputs. So a tool with an opencode counterpart is named and
  * shaped as opencode's, and the CLI's own name and input stay beside it in
- * the part's `metadata.cli`: nothing the CLI said is lost. Every other tool
- * (MCP tools, NotebookEdit, ExitPlanMode, whose counterpart would switch the
- * client's agent) keeps its name and input.
+ * the part's `metadata.cli`: nothing the CLI said is lost. AskUserQuestion
+ * is opencode's `question`, its answers the lists that view shows. Every
+ * other tool (MCP tools, NotebookEdit, ExitPlanMode, whose counterpart would
+ * switch the client's agent) keeps its name and input.
  *
  * Permission asks follow suit: the TUI's prompt has a view per opencode
  * permission (`bash` shows the command, read the path, …), which reads the
@@ -127,7 +128,32 @@ const natives: { readonly [cli: string]: Native } = {
   },
   Task: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) },
   Agent: { name: "task", input: rename({ description: "description", prompt: "prompt", subagent_type: "subagent_type" }) },
-  Skill: { name: "skill", input: rename({ skill: "name" }) }
+  Skill: { name: "skill", input: rename({ skill: "name" }) },
+  AskUserQuestion: {
+    name: "question",
+    input: (input) => ({
+      questions: questionsOf(input).map(({ multiSelect, ...rest }) =>
+        typeof multiSelect === "boolean" ? { ...rest, multiple: multiSelect } : rest
+      )
+    }),
+    completed: (input, _output, result) => {
+      const answers = result["answers"]
+      if (!Json.isJsonObject(answers)) return {}
+      // Keyed by question text, labels joined as the CLI's picker joins them: one string per question.
+      return {
+        answers: questionsOf(input).map((q) => {
+          const answer = answers[String(q["question"])]
+          return typeof answer === "string" ? [answer] : []
+        })
+      }
+    }
+  }
+}
+
+/** The questions of an AskUserQuestion call, the objects among them. */
+function questionsOf(input: JsonObject): ReadonlyArray<JsonObject> {
+  const questions = input["questions"]
+  return Array.isArray(questions) ? questions.filter(Json.isJsonObject) : []
 }
 
 /** The CLI's tools that change a file, and the input naming it. */
