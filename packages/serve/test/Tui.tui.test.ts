@@ -65,6 +65,33 @@ const type = (socket: string, text: string) => {
   tmux(socket, ["send-keys", "-t", "tui", "Enter"])
 }
 
+/** The TUI's permission prompt, once it shows: the tool's own view, not "⚙ Call tool …". */
+const permissionPrompt = (socket: string) =>
+  Effect.gen(function*() {
+    const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
+    expect(asked).toContain("Allow once")
+    expect(asked).not.toContain("Call tool")
+    return asked
+  })
+
+/** Picks the prompt's first choice, "Allow once", which is selected. */
+const allowOnce = (socket: string) => tmux(socket, ["send-keys", "-t", "tui", "Enter"])
+
+/** Types `prompt`; the prompt for the tool it asks for must match `ask`; allows once; the messages once `reply` is done. */
+const promptAllowing = (socket: string, prompt: string, ask: RegExp, reply: string) =>
+  Effect.gen(function*() {
+    type(socket, prompt)
+    expect(yield* permissionPrompt(socket)).toMatch(ask)
+    allowOnce(socket)
+    return yield* afterReply(socket, reply)
+  })
+
+/** The messages' column once `reply` has its turn's footer under it. */
+const afterReply = (socket: string, reply: string) => {
+  const done = new RegExp(`${reply.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*\\n\\s*▣\\s+Build · \\S+ · \\d`)
+  return Effect.map(waitForPane(socket, (p) => done.test(p), 240), messagesOf)
+}
+
 describe("opencode attach (the TUI) against skein serve", () => {
   it.scopedLive("typed prompts show once each, each above its streamed reply", () =>
     Effect.gen(function*() {
@@ -103,22 +130,20 @@ describe("opencode attach (the TUI) against skein serve", () => {
       const server = yield* Harness.start(model)
       const socket = yield* attach(server, model.url)
       type(socket, "Make the file")
-      const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
-      // The TUI's shell prompt, with the command, not "⚙ Call tool Bash".
+      // The TUI's shell prompt, with the command.
+      const asked = yield* permissionPrompt(socket)
       expect(asked).toContain("Shell command")
       expect(asked).toContain("$ touch made-in-the-tui.txt && echo made")
       const made = Path.join(server.dirs.cwd, "made-in-the-tui.txt")
       expect(Fs.existsSync(made)).toBe(false)
-      // The first choice, "Allow once", is selected.
-      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
-      const done = yield* waitForPane(socket, (p) => p.includes("The file is there.") && finished.test(p), 240)
+      allowOnce(socket)
+      const done = yield* afterReply(socket, "The file is there.")
       expect(done).not.toContain("Permission required")
       expect(Fs.existsSync(made)).toBe(true)
       // The TUI's bash view: the command and what it printed, not "⚙ Bash [command=…]".
-      const view = messagesOf(yield* waitForPane(socket, (p) => p.includes("$ touch made-in-the-tui.txt && echo made"), 40))
-      expect(view).toContain("$ touch made-in-the-tui.txt && echo made")
-      expect(view).toMatch(/^\s*┃?\s*made\s*$/m)
-      expect(view).not.toContain("⚙")
+      expect(done).toContain("$ touch made-in-the-tui.txt && echo made")
+      expect(done).toMatch(/^\s*┃?\s*made\s*$/m)
+      expect(done).not.toContain("⚙")
     }), { timeout: 120_000 })
 
   it.scopedLive("an edit shows as the TUI's diff of the file", () =>
@@ -134,13 +159,8 @@ describe("opencode attach (the TUI) against skein serve", () => {
         FakeModel.text("Edited.")
       )
       const socket = yield* attach(server, model.url)
-      type(socket, "Edit the notes")
-      const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
       // The TUI's edit prompt names the file.
-      expect(asked).toMatch(/Edit \S*notes\.txt/)
-      expect(asked).not.toContain("Call tool")
-      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
-      const done = messagesOf(yield* waitForPane(socket, (p) => p.includes("Edited.") && finished.test(p), 240))
+      const done = yield* promptAllowing(socket, "Edit the notes", /Edit \S*notes\.txt/, "Edited.")
       expect(Fs.readFileSync(file, "utf8")).toBe("alpha\ngamma\n")
       // The read and the edit under their own views; the edit as a diff with line numbers.
       expect(done).toContain("→ Read notes.txt")
@@ -162,12 +182,8 @@ describe("opencode attach (the TUI) against skein serve", () => {
         FakeModel.text("Written.")
       )
       const socket = yield* attach(server, model.url)
-      type(socket, "Write the plan")
-      const asked = yield* waitForPane(socket, (p) => p.includes("Permission required") && p.includes("Allow once"), 240)
-      expect(asked).toMatch(/Edit \S*plan\.md/)
-      expect(asked).not.toContain("Call tool")
-      tmux(socket, ["send-keys", "-t", "tui", "Enter"])
-      const done = messagesOf(yield* waitForPane(socket, (p) => /Written\.\s*\n\s*▣\s+Build · \S+ · \d/.test(p), 240))
+      // A new file asks as an edit, as opencode's own write does.
+      const done = yield* promptAllowing(socket, "Write the plan", /Edit \S*plan\.md/, "Written.")
       expect(Fs.readFileSync(file, "utf8")).toBe("first step\nsecond step\n")
       expect(done).toMatch(/Wrote \S*plan\.md/)
       expect(done).toMatch(/1\s+first step/)
