@@ -168,9 +168,6 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
         shownNow = History.folding()
         return SubscriptionRef.update(ended, (e) => ({ count: e.count + 1, messages }))
       }
-      case "message.part.delta":
-        shownNow.add(event)
-        return undefined
       default:
         // The other session.* events (and the legacy copies) are not part of a message.
         if (!event.type.startsWith("session.")) shownNow.add(event)

@@ -85,6 +85,12 @@ const editMetadata = (input: JsonObject, _output: string, result: JsonObject): J
   return diff === undefined ? { diagnostics: {} } : { diff, diagnostics: {} }
 }
 
+/** The questions of an AskUserQuestion call, the objects among them. */
+const questionsOf = (input: JsonObject): ReadonlyArray<JsonObject> => {
+  const questions = input["questions"]
+  return Array.isArray(questions) ? questions.filter(Json.isJsonObject) : []
+}
+
 const natives: { readonly [cli: string]: Native } = {
   Bash: {
     name: "bash",
@@ -150,11 +156,6 @@ const natives: { readonly [cli: string]: Native } = {
   }
 }
 
-/** The questions of an AskUserQuestion call, the objects among them. */
-function questionsOf(input: JsonObject): ReadonlyArray<JsonObject> {
-  const questions = input["questions"]
-  return Array.isArray(questions) ? questions.filter(Json.isJsonObject) : []
-}
 
 /** The CLI's tools that change a file, and the input naming it. */
 const fileChanges: { readonly [cli: string]: string } = {
@@ -188,7 +189,7 @@ export const name = (cliTool: string): string => natives[cliTool]?.name ?? cliTo
 export const input = (cliTool: string, cliInput: JsonObject): JsonObject => natives[cliTool]?.input(cliInput) ?? cliInput
 
 /** The part's own metadata: the CLI's name and input, for a tool shown under opencode's. */
-export const partMetadata = (cliTool: string, cliInput: JsonObject): JsonObject | undefined =>
+const partMetadata = (cliTool: string, cliInput: JsonObject): JsonObject | undefined =>
   natives[cliTool] === undefined ? undefined : { cli: { tool: cliTool, input: cliInput } }
 
 /** A completed state's metadata: the CLI's structured result, with what opencode's view of the tool reads. */

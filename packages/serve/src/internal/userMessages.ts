@@ -3,7 +3,7 @@
  * keeps a tool's result on the assistant's part, not in a user message);
  * text becomes a user message with text parts.
  */
-import { Anthropic, Canonical } from "@skein/protocol"
+import { Anthropic, Canonical, Json } from "@skein/protocol"
 import type { UserContent } from "./messages.js"
 import { finishAssistant, flushCompaction, openUser, partUpdated, tickUser } from "./messages.js"
 import * as NativeTools from "./nativeTools.js"
@@ -113,10 +113,7 @@ const completeTool = (state: State, events: Events, block: Anthropic.ToolResultB
   if (tool === undefined) return state
   const end = Math.max(user.timestamp ?? state.clock, tool.start)
   const output = outputOf(block)
-  const result: Canonical.JsonObject = typeof user.toolUseResult === "object" && user.toolUseResult !== null &&
-      !Array.isArray(user.toolUseResult)
-    ? { ...user.toolUseResult }
-    : {}
+  const result = Json.isJsonObject(user.toolUseResult) ? user.toolUseResult : {}
   const title = titleOf(tool)
   events.push(partUpdated(
     state,
