@@ -1,0 +1,2 @@
+/** @skein/acp */
+export {}

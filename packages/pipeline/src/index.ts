@@ -1,0 +1,2 @@
+/** @skein/pipeline */
+export {}

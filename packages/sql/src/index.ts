@@ -1,0 +1,2 @@
+/** @skein/sql */
+export {}
