@@ -13,7 +13,7 @@
  * decode + translate keeps at least 0.5x of decode-only throughput.
  */
 import { CliMessage, Lenient } from "@skein/protocol"
-import { EventTranslator } from "@skein/serve"
+import { EventTranslator } from "@skein/canonical"
 import * as fs from "node:fs"
 import * as path from "node:path"
 

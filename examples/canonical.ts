@@ -15,7 +15,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { FileSystem } from "@effect/platform"
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { CliMessage, Lenient } from "@skein/protocol"
-import { EventTranslator, History, Invariants } from "@skein/serve"
+import { EventTranslator, History, Invariants } from "@skein/canonical"
 import { Console, Data, Effect, Option } from "effect"
 
 class MissingInput extends Data.TaggedError("MissingInput")<{}> {

@@ -1,11 +1,9 @@
 /**
- * @skein/serve: opencode's canonical events from skein sessions.
+ * @skein/serve: the opencode-compatible HTTP/SSE edge over skein sessions.
  */
 export * as Dashboard from "./Dashboard.js"
-export * as EventTranslator from "./EventTranslator.js"
-export * as History from "./History.js"
-export * as Ids from "./Ids.js"
-export * as Invariants from "./Invariants.js"
+/** The translator moved to `@skein/canonical`; re-exported here so existing imports keep working. */
+export { EventTranslator, History, Ids, Invariants } from "@skein/canonical"
 export * as PermissionBroker from "./PermissionBroker.js"
 export * as Serve from "./Serve.js"
 export * as ServeApi from "./ServeApi.js"

@@ -3,7 +3,7 @@
  */
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Ids from "../src/Ids.js"
+import { Ids } from "@skein/canonical"
 import * as KnownSessions from "../src/internal/knownSessions.js"
 
 const cliId = "5e55a1d0-0000-4000-8000-00000000a001"

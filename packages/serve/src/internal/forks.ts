@@ -7,8 +7,8 @@
  */
 import type { Transcript } from "@skein/protocol"
 import * as Either from "effect/Either"
-import type * as EventTranslator from "../EventTranslator.js"
-import * as History from "../History.js"
+import { History } from "@skein/canonical"
+import type { EventTranslator } from "@skein/canonical"
 
 /** The uuid to branch at; `undefined` when nothing precedes the message (the fork starts empty). */
 export type Point = Either.Either<string | undefined, "NotFound">

@@ -4,7 +4,7 @@
  * served id; a lookup that misses rescans the transcripts once.
  */
 import * as Effect from "effect/Effect"
-import * as Ids from "../Ids.js"
+import { Ids } from "@skein/canonical"
 import { SessionNotFound } from "../ServeError.js"
 
 export interface Known {

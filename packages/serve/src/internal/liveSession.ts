@@ -14,13 +14,11 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
-import * as EventTranslator from "../EventTranslator.js"
-import * as History from "../History.js"
+import { EventTranslator, History, TurnBoundaries } from "@skein/canonical"
 import * as PermissionBroker from "../PermissionBroker.js"
 import type { ServerEvents } from "../ServerEvents.js"
 import type * as Questions from "./questions.js"
 import { isQuestion } from "./questions.js"
-import * as TurnBoundaries from "./turnBoundaries.js"
 
 export interface Ended {
   /** How many turns have reached `session.idle`. */

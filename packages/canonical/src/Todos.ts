@@ -3,8 +3,8 @@
  * calls, each replacing the whole list, so the list is the last call's input.
  * Claude Code's items have no priority: they are served as `medium`.
  */
-import type * as History from "../History.js"
-import * as NativeTools from "./nativeTools.js"
+import type * as History from "./History.js"
+import * as NativeTools from "./internal/nativeTools.js"
 
 export interface Todo {
   readonly content: string

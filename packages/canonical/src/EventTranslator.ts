@@ -21,7 +21,7 @@ import { onAnswer, onRequest } from "./internal/requests.js"
 import * as S from "./internal/state.js"
 import { onStreamEvent } from "./internal/streamEvents.js"
 import { onResult, onSystem } from "./internal/systemMessages.js"
-import * as TurnBoundaries from "./internal/turnBoundaries.js"
+import * as TurnBoundaries from "./TurnBoundaries.js"
 import { onEnd, onTurnEnded, onTurnStarted } from "./internal/turns.js"
 import { onUser } from "./internal/userMessages.js"
 

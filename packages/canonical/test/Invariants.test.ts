@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Canonical } from "@skein/protocol"
-import { Invariants } from "@skein/serve"
+import { Invariants } from "@skein/canonical"
 
 const sessionID = "ses_1"
 const messageID = "msg_1"

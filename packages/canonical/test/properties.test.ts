@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { CliMessage } from "@skein/protocol"
 import type { Turn } from "@skein/session"
-import { EventTranslator, History, Invariants } from "@skein/serve"
+import { EventTranslator, History, Invariants } from "@skein/canonical"
 import * as FastCheck from "effect/FastCheck"
 
 const session_id = "00000000-0000-4000-8000-000000000001"

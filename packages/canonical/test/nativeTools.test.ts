@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Canonical } from "@skein/protocol"
 import * as NativeTools from "../src/internal/nativeTools.js"
-import { todos } from "../src/internal/todos.js"
+import { todos } from "../src/Todos.js"
 
 const base = { id: "prt_1", sessionID: "ses_1", messageID: "msg_1", callID: "toolu_1" }
 

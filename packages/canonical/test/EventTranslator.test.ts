@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Canonical } from "@skein/protocol"
-import { EventTranslator, History, Ids, Invariants } from "@skein/serve"
+import { EventTranslator, History, Ids, Invariants } from "@skein/canonical"
 import { Chunk, Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -1,7 +1,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Canonical } from "@skein/protocol"
-import { History, Invariants } from "@skein/serve"
+import { History, Invariants } from "@skein/canonical"
 import { Effect } from "effect"
 import { captures, olderCaptures, translate } from "./captures.js"
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Canonical } from "@skein/protocol"
 import { CliMessage } from "@skein/protocol"
-import { EventTranslator, Invariants } from "@skein/serve"
+import { EventTranslator, Invariants } from "@skein/canonical"
 
 const session_id = "11111111-2222-4333-8444-555555555555"
 

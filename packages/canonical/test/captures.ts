@@ -2,7 +2,7 @@ import { CliMessage, Lenient } from "@skein/protocol"
 import type { Turn } from "@skein/session"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { EventTranslator } from "@skein/serve"
+import { EventTranslator } from "@skein/canonical"
 
 /** The real-CLI captures of `@skein/protocol` (2.1.332 at the top, older releases in `cli-*` folders). */
 export const fixturesDir = path.join(import.meta.dirname, "../../protocol/test/fixtures")
