@@ -76,6 +76,23 @@ export class StructuredOutputInvalid extends Schema.TaggedError<StructuredOutput
   }
 }
 
+/**
+ * The turn ended, but with an error instead of the model's answer: its
+ * `result` reports an error, or its only assistant message is the CLI's own
+ * synthetic error message (no login, an API error it gave up on). `text` is
+ * what the CLI said (`Not logged in · Please run /login`); `reason` is its
+ * code for it (`authentication_failed`), else the result's subtype.
+ * A turn's summary carries it as `failure`; `Turn.succeeded` fails with it.
+ */
+export class TurnFailed extends Schema.TaggedError<TurnFailed>()("TurnFailed", {
+  reason: Schema.String,
+  text: Schema.String
+}) {
+  override get message(): string {
+    return this.text
+  }
+}
+
 /** Every way a turn can fail. */
 export type TurnError = CliExited | SessionSilent | SessionClosed
 

@@ -14,8 +14,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type * as Stream from "effect/Stream"
-import { StructuredOutputInvalid, type TurnError } from "./SessionError.js"
+import * as Stream from "effect/Stream"
+import { StructuredOutputInvalid, type TurnError, TurnFailed } from "./SessionError.js"
 import type { EndReason, Origin } from "./TurnTracker.js"
 
 /** Every message and diagnostic the session saw, in order. */
@@ -31,7 +31,7 @@ export interface TurnUsage {
 export interface TurnSummary {
   /** Every `result` of the turn, follow-ups after task notifications included. */
   readonly results: ReadonlyArray<CliMessage.Result>
-  /** The text of the last successful result. */
+  /** The text of the last successful result (never the CLI's own error message). */
   readonly text: string | undefined
   readonly usage: TurnUsage
   /** What this turn added to the session's cumulative cost. */
@@ -39,8 +39,13 @@ export interface TurnSummary {
   readonly stopReason: string | null
   /** True when `interrupt` ended the turn. */
   readonly interrupted: boolean
-  /** True when a result reported an error. */
+  /** True when a result reported an error, or the turn's only answer was the CLI's error message. */
   readonly isError: boolean
+  /**
+   * Why the turn failed, in the CLI's words (`Not logged in · Please run /login`),
+   * whenever `isError` is true. `Turn.succeeded` fails with it.
+   */
+  readonly failure?: TurnFailed | undefined
   /** `host` for a turn `send` began; `cli` for one the CLI began by itself (a task's follow-up). */
   readonly origin: Origin
   readonly endReason: EndReason
@@ -70,10 +75,70 @@ export const emptyUsage: TurnUsage = {
   cacheCreationInputTokens: 0
 }
 
+/** The CLI's synthetic error message of a turn (it printed no model text). */
+export interface SyntheticError {
+  /** The CLI's code for it, e.g. `authentication_failed`. */
+  readonly reason: string
+  readonly text: string
+}
+
+/**
+ * The CLI's own error message, if this assistant message is one: the CLI
+ * writes it in place of the model's answer when it could not get one (no
+ * login, an API error it gave up on), marked with an `error` code.
+ */
+export const syntheticError = (message: CliMessage.Assistant): SyntheticError | undefined => {
+  if (message.error === undefined || message.error === null) return undefined
+  const text = textOf(message)
+  return { reason: typeof message.error === "string" ? message.error : "api_error", text: text.length > 0 ? text : "the model could not be reached" }
+}
+
+const textOf = (message: CliMessage.Assistant): string =>
+  message.message.content.flatMap((block) => block.type === "text" && "text" in block && typeof block.text === "string" ? [block.text] : []).join("\n")
+
+/**
+ * The model's text of a turn's events, one string per text block, without
+ * the CLI's own error messages (those are the turn's `failure`).
+ */
+export const texts = <E, R>(events: Stream.Stream<SessionEvent, E, R>): Stream.Stream<string, E, R> =>
+  Stream.flatMap(events, (event) => {
+    if (event._tag !== "Message" || event.message.type !== "assistant" || syntheticError(event.message) !== undefined) return Stream.empty
+    const text = textOf(event.message)
+    return text.length > 0 ? Stream.succeed(text) : Stream.empty
+  })
+
+const oneLine = (text: string) => text.split("\n").map((line) => line.trim()).filter((line) => line.length > 0).join(" ")
+
+/** Why a turn failed: its last erroring result, else the CLI's synthetic error when the model wrote no text. */
+const failureOf = (results: ReadonlyArray<CliMessage.Result>, synthetic: SyntheticError | undefined): TurnFailed | undefined => {
+  const failed = results.findLast((r) => r.is_error)
+  if (failed === undefined) return synthetic === undefined ? undefined : new TurnFailed({ reason: synthetic.reason, text: oneLine(synthetic.text) })
+  const said = failed.subtype === "success" ? failed.result : (failed.errors ?? []).join("; ")
+  const text = said.trim().length > 0 ? said : synthetic?.text ?? `the turn ended with ${failed.subtype}`
+  const reason = synthetic?.reason ?? (failed.subtype === "success" ? failed.terminal_reason ?? "error" : failed.subtype)
+  return new TurnFailed({ reason, text: oneLine(text) })
+}
+
+/**
+ * The turn's summary, or its `failure` as an error: for a caller that wants
+ * the model's answer and nothing else.
+ */
+export const succeeded = (summary: TurnSummary): Effect.Effect<TurnSummary, TurnFailed> =>
+  summary.failure !== undefined
+    ? Effect.fail(summary.failure)
+    : summary.isError
+    ? Effect.fail(new TurnFailed({ reason: summary.results.at(-1)?.subtype ?? "error", text: "the turn failed" }))
+    : Effect.succeed(summary)
+
 /** The part of a summary that follows from a turn's results. */
 export const summarize = (
   results: ReadonlyArray<CliMessage.Result>,
-  options: { readonly costBefore: number; readonly interrupted: boolean }
+  options: {
+    readonly costBefore: number
+    readonly interrupted: boolean
+    /** The CLI's synthetic error message, when the turn's main agent wrote no text of the model's. */
+    readonly synthetic?: SyntheticError | undefined
+  }
 ): Omit<TurnSummary, "origin" | "endReason" | "liveTasks"> => {
   const usage = results.reduce<TurnUsage>((u, r) => ({
     inputTokens: u.inputTokens + r.usage.input_tokens,
@@ -82,7 +147,8 @@ export const summarize = (
     cacheCreationInputTokens: u.cacheCreationInputTokens + (r.usage.cache_creation_input_tokens ?? 0)
   }), emptyUsage)
   const last = results.at(-1)
-  const lastSuccess = results.findLast((r): r is CliMessage.ResultSuccess => r.subtype === "success")
+  const lastSuccess = results.findLast((r): r is CliMessage.ResultSuccess => r.subtype === "success" && !r.is_error)
+  const failure = failureOf(results, options.synthetic)
   return {
     results,
     text: lastSuccess?.result,
@@ -90,7 +156,8 @@ export const summarize = (
     costUsd: last === undefined ? 0 : Math.max(0, last.total_cost_usd - options.costBefore),
     stopReason: last?.stop_reason ?? null,
     interrupted: options.interrupted,
-    isError: results.some((r) => r.is_error)
+    isError: failure !== undefined,
+    failure
   }
 }
 

@@ -36,7 +36,7 @@ import * as WorkerTeardown from "./internal/workerTeardown.js"
 import { Permissions } from "./Permissions.js"
 import { Toolkits } from "./Toolkit.js"
 import type * as Session from "./Session.js"
-import type { RequestError, TurnError } from "./SessionError.js"
+import { type RequestError, type TurnError, TurnFailed } from "./SessionError.js"
 import type { TurnUsage } from "./Turn.js"
 
 // ---------------------------------------------------------------------------
@@ -116,6 +116,8 @@ export interface WorkerResult {
   /** The last result's subtype: `success`, `error_max_turns`, … */
   readonly subtype: string | undefined
   readonly isError: boolean
+  /** With `isError`: why, in the CLI's words (`Not logged in · Please run /login`); see `Turn.TurnSummary.failure`. */
+  readonly failure?: { readonly reason: string; readonly text: string } | undefined
   readonly interrupted: boolean
   readonly stopReason: string | null
   /** How the worker's CLI exited once its turn was done; `null` fields if it had to be stopped. */
@@ -123,6 +125,15 @@ export interface WorkerResult {
   readonly transcriptPath: string
   readonly sidechainPath: string
 }
+
+/**
+ * The worker's result, or `TurnFailed` when its turn failed (the CLI could
+ * not reach a model, say): for a job that needs the worker's answer.
+ */
+export const succeeded = (result: WorkerResult): Effect.Effect<WorkerResult, TurnFailed> =>
+  result.isError
+    ? Effect.fail(new TurnFailed(result.failure ?? { reason: result.subtype ?? "error", text: `the worker's turn ended with ${result.subtype ?? "an error"}` }))
+    : Effect.succeed(result)
 
 export interface Worker {
   readonly taskId: Task.TaskId

@@ -19,7 +19,7 @@ import {
   type Tracer
 } from "effect"
 import type { SessionClosed, TurnError } from "../SessionError.js"
-import { type SessionEvent, summarize, type Turn, type TurnSummary } from "../Turn.js"
+import { type SessionEvent, summarize, type SyntheticError, syntheticError, type Turn, type TurnSummary } from "../Turn.js"
 import * as Trace from "./trace.js"
 import * as TurnRouting from "./turnRouting.js"
 import * as TurnTracker from "./turnTracker.js"
@@ -69,6 +69,10 @@ interface TurnRecord {
   readonly done: Deferred.Deferred<TurnSummary, TurnError>
   /** The session's cost when the turn started; set at `TurnStarted`. */
   costBefore: number
+  /** The CLI's synthetic error message in the main agent's answer, if any. */
+  synthetic: SyntheticError | undefined
+  /** Whether the main agent's answer held any message of the model's own. */
+  modelAnswered: boolean
   /** For a host turn, the span that sent it. */
   readonly links: ReadonlyArray<Tracer.SpanLink>
 }
@@ -96,6 +100,8 @@ const newRecord = (
       events: yield* Mailbox.make<SessionEvent, TurnError>(),
       done: yield* Deferred.make<TurnSummary, TurnError>(),
       costBefore: 0,
+      synthetic: undefined,
+      modelAnswered: false,
       links
     } satisfies TurnRecord
   })
@@ -107,12 +113,24 @@ const fullSummary = (
   costBefore: number,
   structuredOutput: Options["structuredOutput"]
 ): TurnSummary => ({
-  ...summarize(output.results, { costBefore, interrupted: output.interrupted }),
+  ...summarize(output.results, {
+    costBefore,
+    interrupted: output.interrupted,
+    synthetic: record.modelAnswered ? undefined : record.synthetic
+  }),
   origin: record.origin,
   endReason: output.reason,
   liveTasks: output.liveTasks,
   ...(structuredOutput === undefined ? {} : { structuredOutput: structuredOutput(output.results) })
 })
+
+/** Whether the main agent's answer was the model's, or the CLI's synthetic error message in its place. */
+const noteAnswer = (record: TurnRecord, event: SessionEvent) => {
+  if (event._tag !== "Message" || event.message.type !== "assistant" || event.message.parent_tool_use_id !== null) return
+  const synthetic = syntheticError(event.message)
+  if (synthetic === undefined) record.modelAnswered = true
+  else record.synthetic = synthetic
+}
 
 /** Answers to the host's own requests are plumbing, not part of any turn. */
 const belongsToTurn = (event: SessionEvent) => !(event._tag === "Message" && event.message.type === "control_response")
@@ -199,9 +217,11 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     const applyAll = (outputs: ReadonlyArray<TurnTracker.Output>) => Effect.forEach(outputs, apply, { discard: true })
 
-    /** Queues the event on the turn, unless it is plumbing (an answer to the host). */
+    /** Queues the event on the turn, unless it is plumbing (an answer to the host); notes the CLI's own error messages. */
     const offerTo = (record: TurnRecord, event: SessionEvent) => {
-      if (belongsToTurn(event)) record.events.unsafeOffer(event)
+      if (!belongsToTurn(event)) return
+      noteAnswer(record, event)
+      record.events.unsafeOffer(event)
     }
 
     /** Tracker steps and routing for a read's events; run under the lock. */

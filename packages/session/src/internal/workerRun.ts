@@ -53,6 +53,7 @@ export const resultOf = (
   costUsd: summary.costUsd,
   subtype: summary.results.at(-1)?.subtype,
   isError: summary.isError,
+  ...(summary.failure === undefined ? {} : { failure: { reason: summary.failure.reason, text: summary.failure.text } }),
   interrupted: summary.interrupted,
   stopReason: summary.stopReason,
   exit: Option.match(exit, {
