@@ -86,7 +86,8 @@ const summarize = (target: { readonly sessionId: string; readonly cwd: string },
       const forkId = yield* session.sessionId.pipe(Effect.mapError(Run.describe))
       yield* session.end
       yield* Effect.ignore(Effect.timeout(session.exit, "5 seconds"))
-      if (summary.isError || summary.interrupted) return yield* fail(`the summarizing turn ended with ${summary.results.at(-1)?.subtype ?? "no result"}`)
+      if (summary.interrupted) return yield* fail("the summarizing turn was interrupted")
+      if (summary.isError) return yield* fail(`the summarizing turn failed: ${Run.failureLine(summary)}`)
       return { forkId, text: SummarizingCompaction.extract(summary.text ?? "") }
     }))
     const project = TranscriptLayout.projectDir(options.root, yield* TranscriptLayout.canonicalCwd(target.cwd))

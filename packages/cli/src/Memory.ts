@@ -12,7 +12,7 @@
 import { Command, HelpDoc, Options } from "@effect/cli"
 import { TaskManager } from "@skein/kernel"
 import { Dream, Extraction, MemoryEvents, MemoryFile, MemoryFolder } from "@skein/memory"
-import { Permissions, Session, Worker } from "@skein/session"
+import { Permissions, Session, Turn, Worker } from "@skein/session"
 import { SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Console, Effect, Layer, Option, Queue, Schema } from "effect"
@@ -145,17 +145,24 @@ const withSession = <A, E, R>(
       Effect.provide(Permissions.layer(() => Effect.succeed(Permissions.deny("the main turn of a memory job runs no tools")))),
       Effect.mapError(Run.describe)
     )
-    yield* Effect.flatMap(parent.send(prompt), (t) => t.result).pipe(Effect.mapError(Run.describe))
+    // A main turn that failed (no login) fails the job before any worker is forked.
+    yield* Effect.flatMap(parent.send(prompt), (t) => Effect.flatMap(t.result, Turn.succeeded)).pipe(Effect.mapError(Run.describe))
     const workers = yield* Worker.pool(parent, { launch })
     return yield* job(workers, launch)
   })
 
+/** Prints the jobs' events; a job that failed fails the command with its reason. */
 const printEvents = (events: Queue.Dequeue<MemoryEvents.MemoryEvent>, asJson: boolean) =>
   Effect.flatMap(Queue.takeAll(events), (all) =>
-    Effect.forEach(all, (event) =>
-      asJson ? Effect.void : Console.log(`${event.job}: ${event._tag.toLowerCase()}${
-        event._tag === "Wrote" ? ` ${event.files.length === 0 ? "(no changes)" : event.files.join(", ")}` : "reason" in event ? ` (${event.reason})` : ""
-      }`), { discard: true }))
+    Effect.zipRight(
+      Effect.forEach(all, (event) =>
+        asJson || event._tag === "Failed" ? Effect.void : Console.log(`${event.job}: ${event._tag.toLowerCase()}${
+          event._tag === "Wrote" ? ` ${event.files.length === 0 ? "(no changes)" : event.files.join(", ")}` : "reason" in event ? ` (${event.reason})` : ""
+        }`), { discard: true }),
+      Effect.forEach(all, (event) => event._tag === "Failed" ? Effect.fail(fail(`memory ${event.job} failed: ${oneLine(event.reason)}`)) : Effect.void, {
+        discard: true
+      })
+    ))
 
 const slugOf = (text: string): string => text.toLowerCase().replace(/[^a-z0-9]+/g, " ").trim().split(" ").slice(0, 5).join("-") || "fact"
 
@@ -257,10 +264,10 @@ export const dream = Command.make("dream", dreamOptions, (options) =>
         yield* printEvents(events, options.json)
         return record
       }))
+    if (record.status !== "completed") return yield* fail(`the dream ${record.id} ${record.status}${record.error === undefined ? "" : `: ${oneLine(record.error)}`}`)
     if (options.json) return yield* Console.log(JSON.stringify(record))
-    yield* Console.log(`dream ${record.id} ${record.status}: ${JSON.stringify(record.result ?? record.error ?? null)}`)
+    yield* Console.log(`dream ${record.id} ${record.status}: ${JSON.stringify(record.result ?? null)}`)
     yield* printFolder(place.dir, false)
-    if (record.status !== "completed") return yield* fail(`the dream ended ${record.status}`)
   })).pipe(Command.withDescription(withExample(
     "Consolidate the project's memories now: past the time and activity gates, still behind the lock.",
     "skein dream --cwd ~/src/app"

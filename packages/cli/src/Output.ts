@@ -20,6 +20,8 @@ export interface Output {
     readonly why: string
   }) => Effect.Effect<void>
   readonly turnEnded: (index: number, summary: Turn.TurnSummary) => Effect.Effect<void>
+  /** The CLI's session id, once the last turn is done: how to resume it. */
+  readonly sessionId: (id: string) => Effect.Effect<void>
   /** No more turns. */
   readonly end: Effect.Effect<void>
 }
@@ -140,11 +142,16 @@ export const human = (options: { readonly color: boolean; readonly spinner?: Spi
       turnEnded: (_, summary) => {
         const last = summary.results.at(-1)
         const time = last === undefined ? "" : ` · ${(last.duration_ms / 1000).toFixed(1)} s`
-        const status = summary.interrupted ? "interrupted" : summary.isError ? red(`failed (${last?.subtype ?? "no result"})`) : "done"
+        const status = summary.interrupted
+          ? "interrupted"
+          : summary.isError
+          ? red(`failed (${summary.failure?.reason ?? last?.subtype ?? "no result"})`)
+          : "done"
         return note(
           `${status}${time} · ${summary.usage.inputTokens} in / ${summary.usage.outputTokens} out tokens · $${summary.costUsd.toFixed(4)}`
         )
       },
+      sessionId: (id) => note(`session ${id}`),
       end: Effect.suspend(() => midLine ? out("\n") : spinner.hide)
     }
   })
@@ -195,6 +202,8 @@ export const canonical = (options: { readonly cliSessionId?: string | undefined;
       event: (event) => feed({ _tag: "Cli", event, receivedAt: Date.now() }, cliSessionIdOf(event)),
       permission: ({ allowed, requestId }) => feed({ _tag: "PermissionAnswered", requestId, reply: allowed ? "once" : "reject" }),
       turnEnded: (turn, summary) => feed({ _tag: "TurnEnded", turn, interrupted: summary.interrupted }),
+      // Not an opencode event: skein's own, last, so a script learns what to `--resume`.
+      sessionId: (id) => Effect.sync(() => void process.stdout.write(`${JSON.stringify({ type: "skein.session", properties: { sessionId: id } })}\n`)),
       end: feed({ _tag: "End" })
     }
   })

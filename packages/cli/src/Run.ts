@@ -9,7 +9,7 @@ import * as NodeStream from "@effect/platform-node/NodeStream"
 import { TaskManager } from "@skein/kernel"
 import { Permissions, Session, type SessionError, type Turn } from "@skein/session"
 import { TranscriptLayout } from "@skein/store"
-import { Effect, Option, Ref, Stream } from "effect"
+import { Console, Effect, Option, Ref, Stream } from "effect"
 import { CliError, fail, interruptedCode, oneLine } from "./CliError.js"
 import { CtrlC } from "./CtrlC.js"
 import * as Argv from "./internal/argv.js"
@@ -62,8 +62,12 @@ export type SessionConfig = { readonly [K in keyof typeof sessionOptions]: Value
 // ---------------------------------------------------------------------------
 
 /** One line for each way starting or running a session fails. */
-export const describe = (error: SessionError.TurnError | SessionError.CliNotFound | SessionError.SpawnFailed | SessionError.ResumeMismatch): CliError => {
+export const describe = (
+  error: SessionError.TurnError | SessionError.TurnFailed | SessionError.CliNotFound | SessionError.SpawnFailed | SessionError.ResumeMismatch
+): CliError => {
   switch (error._tag) {
+    case "TurnFailed":
+      return fail(oneLine(error.text))
     case "CliNotFound":
       return fail(error.message)
     case "SpawnFailed":
@@ -173,12 +177,18 @@ const turn = (session: Session.Session, output: Output.Output, prompt: string) =
 const finish = (session: Session.Session, output: Output.Output) =>
   Effect.zipRight(output.end, Effect.zipRight(session.end, Effect.ignore(Effect.timeout(session.exit, "5 seconds"))))
 
+/** The session's id, once its turns are done (none if the CLI never said it). */
+const printSessionId = (session: Session.Session, output: Output.Output) =>
+  Effect.flatMap(Effect.option(session.sessionId), Option.match({ onNone: () => Effect.void, onSome: output.sessionId }))
+
+/** A failed turn in one line: the CLI's own words (`Not logged in · Please run /login`), never a subtype. */
+export const failureLine = (summary: Turn.TurnSummary): string =>
+  oneLine(summary.failure?.text ?? `the turn failed (${summary.results.at(-1)?.subtype ?? "no result"})`)
+
 const verdict = (summary: Turn.TurnSummary): Effect.Effect<void, CliError> => {
   if (summary.interrupted) return Effect.fail(fail("interrupted", interruptedCode))
   if (!summary.isError) return Effect.void
-  const last = summary.results.at(-1)
-  const errors = last !== undefined && "errors" in last && last.errors !== undefined ? `: ${last.errors.join("; ")}` : ""
-  return Effect.fail(fail(`the turn failed (${last?.subtype ?? "no result"})${oneLine(errors)}`))
+  return Effect.fail(fail(failureLine(summary)))
 }
 
 const withExample = (description: string, example: string) =>
@@ -193,6 +203,7 @@ export const run = Command.make(
       const session = yield* open(config, ui, process.cwd())
       const summary = yield* turn(session, ui.output, prompt)
       yield* finish(session, ui.output)
+      yield* printSessionId(session, ui.output)
       yield* verdict(summary)
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription(withExample(
@@ -224,10 +235,14 @@ export const chatLoop = (config: SessionConfig, cwd: string) =>
         line.trim().length === 0
           ? ask
           // A failed or interrupted turn is noted and the chat goes on; a session that ended ends it.
-          : Effect.zipRight(turn(session, ui.output, line), ask)
+          : turn(session, ui.output, line).pipe(
+            Effect.tap((summary) => summary.isError && !summary.interrupted ? Console.error(failureLine(summary)) : Effect.void),
+            Effect.zipRight(ask)
+          )
       )
     )
     yield* finish(session, ui.output)
+    yield* printSessionId(session, ui.output)
   }).pipe(Effect.scoped)
 
 export const chat = Command.make("chat", sessionOptions, (config) => chatLoop(config, process.cwd())).pipe(

@@ -86,9 +86,20 @@ export const summarize = Effect.fn("SummarizingCompaction.summarize")(function*(
 }, Effect.scoped)
 
 /** The answer of a summary turn, or why there is none. */
-const summaryOf = (result: { readonly isError: boolean; readonly interrupted: boolean; readonly subtype?: string | undefined; readonly text?: string | undefined }, who: string) => {
-  if (result.isError || result.interrupted) {
-    return Effect.fail(new SummaryFailed({ reason: `the ${who} ended with ${result.subtype ?? "an error"}` }))
+const summaryOf = (
+  result: {
+    readonly isError: boolean
+    readonly interrupted: boolean
+    readonly subtype?: string | undefined
+    readonly text?: string | undefined
+    /** Why the turn failed, in the CLI's words (no login, an API error). */
+    readonly failure?: { readonly text: string } | undefined
+  },
+  who: string
+) => {
+  if (result.interrupted) return Effect.fail(new SummaryFailed({ reason: `the ${who} was interrupted` }))
+  if (result.isError) {
+    return Effect.fail(new SummaryFailed({ reason: `the ${who} failed: ${result.failure?.text ?? `it ended with ${result.subtype ?? "an error"}`}` }))
   }
   return Option.match(extract(result.text ?? ""), {
     onNone: () => Effect.fail(new SummaryFailed({ reason: `the ${who} answered no text` })),

@@ -6,8 +6,9 @@
  * stop at the first, one `stat`). When both pass, a dream task starts and
  * takes the lock gate in its own scope, so killing the task, or any failure,
  * closes that scope and the kernel's `FileLock` rolls back: the previous
- * mtime is restored, or the lock is deleted if there was none. Only a run
- * that finished and whose index was checked commits, and its commit stamps
+ * mtime is restored, or the lock is deleted if there was none. A worker
+ * whose turn failed (`TurnFailed`: no login, an API error) fails the task
+ * the same way. Only a run that finished and whose index was checked commits, and its commit stamps
  * the new "last consolidation".
  *
  * The worker is a fully isolated fork under `MemoryPolicy.memoryWorker`:
@@ -20,7 +21,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import { type FileLock, Gate, type Task, TaskManager } from "@skein/kernel"
-import type { Session, Worker } from "@skein/session"
+import { type Session, Worker } from "@skein/session"
 import { SessionIndex, TranscriptLayout } from "@skein/store"
 import { Effect, Option, type Scope } from "effect"
 import * as NodePath from "node:path"
@@ -149,7 +150,8 @@ export const make = Effect.fn("Dream.make")(function*(options: Options) {
         maxTurns: config.maxTurns,
         permissions: MemoryPolicy.memoryWorker(memoryDir)
       })
-      const result = yield* worker.result
+      // A worker whose turn failed (no model, an API error) fails the dream: its scope rolls the lock back.
+      const result = yield* Effect.flatMap(worker.result, Worker.succeeded)
       yield* removeEmptied(memoryDir, yield* FolderDiff.contents(memoryDir))
       const repair = yield* MemoryFolder.repair(memoryDir, config.limits)
       const changes = FolderDiff.diff(before, yield* FolderDiff.contents(memoryDir))

@@ -10,7 +10,8 @@
  *   skipped (the cursor still moves past it).
  * - Runs go through a `SingleFlight`: a request during a run is stashed and
  *   one trailing run follows, so there are never two writers.
- * - After the worker, skein checks and repairs the index itself.
+ * - After the worker, skein checks and repairs the index itself. A worker
+ *   whose turn failed (`TurnFailed`) fails the run, and the cursor stays.
  *
  * @since 0.0.0
  */
@@ -109,7 +110,7 @@ export const make = Effect.fn("Extraction.make")(function*(options: Options) {
     const index = (yield* fs.readFileString(`${memoryDir}/${MemoryFolder.indexName}`).pipe(Effect.option)).pipe(
       Option.getOrElse(() => "")
     )
-    const result = yield* Effect.scoped(Effect.gen(function*() {
+    yield* Effect.scoped(Effect.gen(function*() {
       const worker = yield* options.workers.fork({
         mode: "isolated",
         label: "memory-extraction",
@@ -119,7 +120,8 @@ export const make = Effect.fn("Extraction.make")(function*(options: Options) {
         permissions: MemoryPolicy.memoryWorker(memoryDir)
       })
       yield* MemoryEvents.emit({ _tag: "Started", job: "extraction", sessionId, taskId: worker.taskId })
-      return yield* worker.result
+      // A worker whose turn failed fails the run before the cursor moves: the next run reads these messages again.
+      return yield* Effect.flatMap(worker.result, Worker.succeeded)
     }))
     const repair = yield* MemoryFolder.repair(memoryDir, config.limits)
     const changes = FolderDiff.diff(before, yield* FolderDiff.contents(memoryDir))
@@ -133,7 +135,6 @@ export const make = Effect.fn("Extraction.make")(function*(options: Options) {
       repaired: repair.fixed,
       remaining: repair.remaining
     })
-    if (result.isError) yield* Effect.logWarning(`memory extraction ended with ${result.subtype ?? "an error"}`)
   }).pipe(Effect.withSpan("Extraction.run"))
 
   const failed = (error: { readonly _tag: string; readonly message?: string }) =>
