@@ -68,4 +68,23 @@ describe("README.md", () => {
       const asked = (yield* model.requests).filter(FakeModel.isConversation).map(FakeModel.messagesText)
       expect(asked.some((text) => text.includes("Review what you found"))).toBe(true)
     }), 120_000)
+
+  it.scopedLive("its embedding snippet without a login fails with the CLI's reason, never prints it as model text", () =>
+    Effect.gen(function*() {
+      // FakeModel stands where the API would be; with no key the CLI never calls it.
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("never sent")] })
+      const d = yield* ClaudeCli.offlineDirs("skein-readme-nologin-")
+      const file = yield* snippetFile
+      const env = spawnEnv({
+        ...ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: d.configDir, tmpDir: d.tmpDir }),
+        ANTHROPIC_API_KEY: undefined,
+        SKEIN_ROOT: Path.join(d.root, "state")
+      })
+      const ran = yield* run(process.execPath, [...TsChild.nodeArgs(file, "tsx")], { cwd: d.cwd, env })
+      expect(ran.stdout).toBe("")
+      expect(ran.code).toBe(1)
+      expect(ran.stderr.trim()).toMatch(/Not logged in · Please run \/login$/)
+      expect(ran.stderr.trim().split("\n").length).toBe(1)
+      expect((yield* model.requests).filter(FakeModel.isConversation)).toEqual([])
+    }), 120_000)
 })
