@@ -145,8 +145,12 @@ const withSession = <A, E, R>(
       Effect.provide(Permissions.layer(() => Effect.succeed(Permissions.deny("the main turn of a memory job runs no tools")))),
       Effect.mapError(Run.describe)
     )
+    const summary = yield* Effect.flatMap(parent.send(prompt), (t) => t.result).pipe(Effect.mapError(Run.describe))
+    // skein's own session, not the person's: `sessions list` hides it, as it hides the workers.
+    const index = yield* SessionIndex.SessionIndex
+    yield* Effect.flatMap(parent.sessionId, (id) => index.markWorker(id, { label: "memory job" })).pipe(Effect.ignore)
     // A main turn that failed (no login) fails the job before any worker is forked.
-    yield* Effect.flatMap(parent.send(prompt), (t) => Effect.flatMap(t.result, Turn.succeeded)).pipe(Effect.mapError(Run.describe))
+    yield* Turn.succeeded(summary).pipe(Effect.mapError(Run.describe))
     const workers = yield* Worker.pool(parent, { launch })
     return yield* job(workers, launch)
   })

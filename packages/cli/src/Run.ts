@@ -15,6 +15,7 @@ import { CtrlC } from "./CtrlC.js"
 import * as Argv from "./internal/argv.js"
 import * as Keys from "./internal/keys.js"
 import * as Launch from "./internal/launch.js"
+import * as Lookup from "./internal/lookup.js"
 import * as PermissionPrompt from "./internal/permissionPrompt.js"
 import * as Spinner from "./internal/spinner.js"
 import * as Output from "./Output.js"
@@ -41,7 +42,10 @@ export const sessionOptions = {
   allow: toolList("allow", "tools that may run, comma-separated (Bash,Read,Edit,…); on a terminal others are asked, else denied"),
   deny: toolList("deny", "tools that never run, comma-separated"),
   json: Options.boolean("json").pipe(Options.withDescription("print opencode's canonical events as NDJSON")),
-  resume: Options.text("resume").pipe(Options.withDescription("resume the session with this id"), Options.optional),
+  resume: Options.text("resume").pipe(
+    Options.withDescription("resume the session with this id (or its first 8 characters, or its title)"),
+    Options.optional
+  ),
   continue: Options.boolean("continue").pipe(Options.withDescription("continue the folder's most recent session")),
   root: Options.directory("root").pipe(
     Options.withDescription("the Claude config folder (default: CLAUDE_CONFIG_DIR, else ~/.claude)"),
@@ -144,6 +148,17 @@ const open = Effect.fn("Run.open")(function*(config: SessionConfig, ui: Ui, cwd:
   return session
 })
 
+const wholeId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** `--resume` as a whole id: the start of one (as `show` prints it) or a title is looked up under the config root. */
+const resolveResume = (config: SessionConfig) =>
+  Effect.gen(function*() {
+    if (Option.isNone(config.resume) || wholeId.test(config.resume.value)) return config
+    const root = Option.isSome(config.root) ? config.root.value : yield* Effect.orDie(TranscriptLayout.rootConfig)
+    const id = yield* Lookup.sessionIdOf(config.resume.value, root)
+    return { ...config, resume: Option.some(id) }
+  })
+
 /** How turns are shown: canonical NDJSON with `--json`, else readable, with colour and a spinner on a terminal. */
 const uiFor = (config: SessionConfig) =>
   Effect.gen(function*() {
@@ -197,8 +212,9 @@ const withExample = (description: string, example: string) =>
 export const run = Command.make(
   "run",
   { ...sessionOptions, prompt: Args.text({ name: "prompt" }).pipe(Args.withDescription("what to ask")) },
-  ({ prompt, ...config }) =>
+  ({ prompt, ...typed }) =>
     Effect.gen(function*() {
+      const config = yield* resolveResume(typed)
       const ui = yield* uiFor(config)
       const session = yield* open(config, ui, process.cwd())
       const summary = yield* turn(session, ui.output, prompt)
@@ -226,8 +242,9 @@ const promptLines = Stream.suspend(() => {
 })
 
 /** A chat: a turn per line of stdin in one session, in `cwd`, until stdin ends. */
-export const chatLoop = (config: SessionConfig, cwd: string) =>
+export const chatLoop = (typed: SessionConfig, cwd: string) =>
   Effect.gen(function*() {
+    const config = yield* resolveResume(typed)
     const ui = yield* uiFor(config)
     const session = yield* open(config, ui, cwd)
     yield* promptLines.pipe(

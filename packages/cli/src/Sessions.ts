@@ -137,7 +137,7 @@ const list = Command.make("list", listOptions, (options) =>
 
 const showOptions = {
   root,
-  at: Options.text("at").pipe(Options.withDescription("stop the view at this message uuid"), Options.optional),
+  at: Options.text("at").pipe(Options.withDescription("stop the view at this message (a uuid, or its start as show prints it)"), Options.optional),
   full: Options.boolean("full").pipe(Options.withDescription("print each message whole, not a one-line preview")),
   json
 }
@@ -147,7 +147,8 @@ const show = Command.make("show", { ...showOptions, session: Args.text({ name: "
     Effect.gen(function*() {
       const path = yield* resolve(options.session, r)
       const sidechain = path.includes(`${Path.sep}subagents${Path.sep}`)
-      const view = yield* ResumeLoader.load(path, { resumeAt: Option.getOrUndefined(options.at), sidechain }).pipe(Effect.mapError(describe))
+      const at = Option.isSome(options.at) ? yield* Lookup.messageUuid(path, options.at.value) : undefined
+      const view = yield* ResumeLoader.load(path, { resumeAt: at, sidechain }).pipe(Effect.mapError(describe))
       if (options.json) {
         return yield* Console.log(JSON.stringify({
           path,
@@ -181,14 +182,15 @@ const show = Command.make("show", { ...showOptions, session: Args.text({ name: "
 
 const branchOptions = {
   root,
-  at: Options.text("at").pipe(Options.withDescription("the message to branch from (a uuid from show)"))
+  at: Options.text("at").pipe(Options.withDescription("the message to branch from (a uuid, or its first 8 characters as show prints them)"))
 }
 
 const branch = Command.make("branch", { ...branchOptions, session: Args.text({ name: "id|title|path" }) }, (options) =>
   withIndex(options.root, (r) =>
     Effect.gen(function*() {
       const path = yield* resolve(options.session, r)
-      const branched = yield* Branch.branch(path, { at: options.at }).pipe(Effect.mapError(describe))
+      const at = yield* Lookup.messageUuid(path, options.at)
+      const branched = yield* Branch.branch(path, { at }).pipe(Effect.mapError(describe))
       yield* Console.log(branched.sessionId)
     }))).pipe(Command.withDescription(withExample(
       "Write a new session from a message of another; prints its id.",

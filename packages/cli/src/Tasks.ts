@@ -15,7 +15,7 @@ import { Args, Command, HelpDoc, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Task, TaskManager } from "@skein/kernel"
 import type { Session } from "@skein/session"
-import { Console, Effect, Either, Schedule, Schema, type Scope } from "effect"
+import { Console, Effect, Either, Option, Schedule, Schema, type Scope } from "effect"
 import * as Path from "node:path"
 import { fail } from "./CliError.js"
 import * as Argv from "./internal/argv.js"
@@ -129,8 +129,11 @@ const allTasks = (configRoot: string) =>
 
 const findTask = (configRoot: string, id: string) =>
   Effect.gen(function*() {
-    if (Task.typeOf(id) === undefined) return yield* fail(`${JSON.stringify(id)} is not a task id (a type letter b a r t w m d and 8 of [0-9a-z])`)
-    const found = (yield* allTasks(configRoot)).find((t) => t.record.id === id)
+    // A task id, or a unique start of one (`list` prints them whole).
+    const found = Option.getOrUndefined(yield* Lookup.uniquePrefix(id, yield* allTasks(configRoot), (t) => t.record.id, "task ids"))
+    if (found === undefined && Task.typeOf(id) === undefined && id.length >= 9) {
+      return yield* fail(`${JSON.stringify(id)} is not a task id (a type letter b a r t w m d and 8 of [0-9a-z])`)
+    }
     if (found === undefined) return yield* fail(`no task ${id} under ${hostsDir(configRoot)}`)
     return found
   })
@@ -204,17 +207,18 @@ const kill = Command.make("kill", { ...killOptions, id: Args.text({ name: "task-
   Effect.gen(function*() {
     const root = yield* Lookup.rootOf(options.root)
     const found = yield* findTask(root, options.id)
-    if (Task.isTerminal(found.status)) return yield* fail(`task ${options.id} has already ended (${found.status})`)
+    const id = found.record.id
+    if (Task.isTerminal(found.status)) return yield* fail(`task ${id} has already ended (${found.status})`)
     const fs = yield* FileSystem.FileSystem
-    yield* fs.writeFileString(Path.join(killDir(found.dir), options.id), "").pipe(
-      Effect.mapError((e) => fail(`could not ask pid ${found.owner.pid} to stop ${options.id}: ${e.message}`))
+    yield* fs.writeFileString(Path.join(killDir(found.dir), id), "").pipe(
+      Effect.mapError((e) => fail(`could not ask pid ${found.owner.pid} to stop ${id}: ${e.message}`))
     )
-    const ended = Effect.flatMap(findTask(root, options.id), (t) => Task.isTerminal(t.status) ? Effect.succeed(t) : Effect.fail(fail("")))
+    const ended = Effect.flatMap(findTask(root, id), (t) => Task.isTerminal(t.status) ? Effect.succeed(t) : Effect.fail(fail("")))
     const done = yield* Effect.retry(ended, Schedule.spaced("200 millis").pipe(Schedule.upTo("15 seconds"))).pipe(
-      Progress.withProgress(`stopping ${options.id}`),
-      Effect.mapError(() => fail(`task ${options.id} did not stop within 15 s (its skein is pid ${found.owner.pid})`))
+      Progress.withProgress(`stopping ${id}`),
+      Effect.mapError(() => fail(`task ${id} did not stop within 15 s (its skein is pid ${found.owner.pid})`))
     )
-    yield* Console.log(`${options.id} ${done.status}`)
+    yield* Console.log(`${id} ${done.status}`)
   })).pipe(Command.withDescription(withExample(
     "Stop a running task: the skein process hosting its session asks its CLI to stop it.",
     "skein tasks kill b4k2m9x0q"

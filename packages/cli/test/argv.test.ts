@@ -26,6 +26,17 @@ describe("Argv.normalize", () => {
     expect(normalize([])).toEqual(Either.right(["--help"]))
   })
 
+  it("an argument that looks like an option is an option, or an error: -h is help, --model needs a value", () => {
+    expect(normalize(["run", "--fake-model", "-h"])).toEqual(Either.right(["run", "--help"]))
+    expect(normalize(["--fake-model", "run", "hi", "--help"])).toEqual(Either.right(["run", "--help"]))
+    expect(normalize(["run", "--fake-model", "--model"])).toEqual(Either.left("option --model needs a value (see skein run --help)"))
+    expect(normalize(["run", "--model", "--fake-model", "hi"])).toEqual(Either.left("option --model needs a value (see skein run --help)"))
+    expect(normalize(["run", "--model", "-h"])).toEqual(Either.right(["run", "--help"]))
+    expect(normalize(["sessions", "branch", "abc", "--at"])).toEqual(Either.left("option --at needs a value (see skein sessions branch --help)"))
+    // After --, it is the prompt.
+    expect(normalize(["run", "--fake-model", "--", "-h"])).toEqual(Either.right(["run", "--fake-model", "--", "-h"]))
+  })
+
   it("accepts --name=value", () => {
     expect(normalize(["--root=/tmp", "sessions", "list"])).toEqual(Either.right(["sessions", "list", "--root=/tmp"]))
   })

@@ -67,6 +67,24 @@ describe("skein --help", () => {
       expect(ran.stdout).toContain(manifest.version)
     }))
 
+  it.scoped("-h with other options is help, never a prompt: skein run --fake-model -h", () =>
+    Effect.gen(function*() {
+      const ran = yield* help(["run", "--fake-model", "-h"])
+      expect(ran.code).toBe(0)
+      expect(ran.stdout).toContain("Example: skein run")
+    }))
+
+  it.scoped("help shows usage as typed (skein run …), without @effect/cli's --wizard and --completions, and no ANSI codes off a terminal", () =>
+    Effect.gen(function*() {
+      for (const command of [["run"], ["sessions", "branch"], ["dream"]]) {
+        const ran = yield* help([...command, "--help"])
+        expect(ran.stdout).toMatch(new RegExp(`^\\$ skein ${command.join(" ")} `, "m"))
+        expect(ran.stdout).not.toMatch(/--wizard|--completions|--log-level/)
+        // eslint-disable-next-line no-control-regex
+        expect(ran.stdout).not.toMatch(/\x1b\[/)
+      }
+    }))
+
   it.scoped("help typed before the command is the command's help", () =>
     Effect.gen(function*() {
       const ran = yield* help(["--help", "tasks", "kill"])

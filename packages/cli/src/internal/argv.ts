@@ -88,7 +88,14 @@ const check = (root: Spec, spec: Spec, path: ReadonlyArray<string>, rest: Readon
           : `unknown option ${nameOf(arg)} for ${where} (see ${path.join(" ")} --help)`
       )
     }
-    if (known.takesValue && !arg.includes("=")) i++
+    if (known.takesValue && !arg.includes("=")) {
+      // A value that looks like an option is that option, not this one's value: `--model --json` lacks a model.
+      const value = rest[i + 1]
+      if (value === undefined || value === "--" || isOption(value)) {
+        return Either.left(`option ${known.name} needs a value (see ${path.join(" ")} --help)`)
+      }
+      i++
+    }
   }
   return Either.void
 }
@@ -124,7 +131,10 @@ export const normalize = (root: Spec, args: ReadonlyArray<string>): Either.Eithe
     }
     rest.push(arg)
   }
-  if (rest.some(isHelp) || rest.includes("--version")) return Either.right([...path.slice(1), ...rest])
+  // Help or the version wins over everything else typed with it, before `--` (after it, `-h` is a prompt).
+  const beforeDashes = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest
+  if (beforeDashes.some(isHelp)) return Either.right([...path.slice(1), "--help"])
+  if (beforeDashes.includes("--version")) return Either.right(["--version"])
   if (node.children.length > 0) {
     // A command with subcommands does nothing by itself: show its help.
     if (path.length === 1 && rest.length === 0) return Either.right(["--help"])

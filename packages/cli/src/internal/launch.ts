@@ -9,6 +9,7 @@ import { Effect, Option } from "effect"
 import * as Path from "node:path"
 import { fail } from "../CliError.js"
 import * as FakeModel from "./fakeModel.js"
+import * as Lookup from "./lookup.js"
 
 export interface Where {
   /** The CLI's CLAUDE_CONFIG_DIR; undefined: the person's own (CLAUDE_CONFIG_DIR, else ~/.claude). */
@@ -24,7 +25,8 @@ export const target = (options: {
   readonly fullCli?: boolean | undefined
 }) =>
   Effect.gen(function*() {
-    const root = Option.map(options.root, (r) => Path.resolve(r))
+    // A --root that does not exist is a typo, not a folder to create.
+    const root = Option.isSome(options.root) ? Option.some(yield* Lookup.existingRoot(options.root.value)) : Option.none<string>()
     if (!options.fakeModel) return { configDir: Option.getOrUndefined(root), env: undefined, bare: false } satisfies Where
     const model = yield* FakeModel.start.pipe(Effect.mapError((e) => fail(`the fake model could not start: ${e.message}`)))
     const fs = yield* FileSystem.FileSystem
