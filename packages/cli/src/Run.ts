@@ -10,6 +10,7 @@ import { TaskManager } from "@skein/kernel"
 import { Permissions, Session, type SessionError, type Turn } from "@skein/session"
 import { TranscriptLayout } from "@skein/store"
 import { Console, Effect, Option, Ref, Stream } from "effect"
+import * as Path from "node:path"
 import { CliError, fail, interruptedCode, oneLine } from "./CliError.js"
 import { CtrlC } from "./CtrlC.js"
 import * as Argv from "./internal/argv.js"
@@ -150,13 +151,19 @@ const open = Effect.fn("Run.open")(function*(config: SessionConfig, ui: Ui, cwd:
 
 const wholeId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-/** `--resume` as a whole id: the start of one (as `show` prints it) or a title is looked up under the config root. */
+/**
+ * `--resume` as a whole id: the start of one (as `show` prints it) or a
+ * title is looked up under the config root. What matches nothing is left
+ * as typed, for the CLI's launch to report (`no session … to resume`).
+ */
 const resolveResume = (config: SessionConfig) =>
   Effect.gen(function*() {
     if (Option.isNone(config.resume) || wholeId.test(config.resume.value)) return config
+    // --fake-model without --root runs in a throwaway folder: nothing there to find.
+    if (config.fakeModel && Option.isNone(config.root)) return config
     const root = Option.isSome(config.root) ? config.root.value : yield* Effect.orDie(TranscriptLayout.rootConfig)
-    const id = yield* Lookup.sessionIdOf(config.resume.value, root)
-    return { ...config, resume: Option.some(id) }
+    const id = yield* Lookup.sessionIdIn(config.resume.value, Path.resolve(root))
+    return Option.isSome(id) ? { ...config, resume: id } : config
   })
 
 /** How turns are shown: canonical NDJSON with `--json`, else readable, with colour and a spinner on a terminal. */

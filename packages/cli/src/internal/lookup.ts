@@ -66,28 +66,39 @@ export const describe = (error: ResumeLoader.LoadError | Branch.BranchWriteError
   }
 }
 
-/** An existing transcript file, else an id, path or title the index knows: the transcript's path. */
-export const resolve = (query: string, root: string) =>
+/** An existing transcript file, else an id (or a unique start of one), path or title the index knows: its path, if any. */
+export const find = (query: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const info = yield* Effect.option(fs.stat(query))
-    if (Option.isSome(info) && info.value.type === "File") return Path.resolve(query)
+    if (Option.isSome(info) && info.value.type === "File") return Option.some(Path.resolve(query))
     const index = yield* SessionIndex.SessionIndex
     const found = yield* index.resolve(query).pipe(Effect.mapError(describe))
-    if (Option.isSome(found)) return found.value.path
-    if (idLike(query)) {
-      // The start of an id, as `show` and `list` print it: unique among every session, workers included.
-      const all = yield* index.list({ workers: true }).pipe(Effect.mapError(describe))
-      const byPrefix = yield* uniquePrefix(query.toLowerCase(), all, (info) => info.sessionId, "session ids")
-      if (Option.isSome(byPrefix)) return byPrefix.value.path
-    }
-    return yield* fail(`no session matches ${JSON.stringify(query)} under ${root} (an id, a title or a path)`)
+    if (Option.isSome(found)) return Option.some(found.value.path)
+    if (!idLike(query)) return Option.none<string>()
+    // The start of an id, as `show` and `list` print it: unique among every session, workers included.
+    const all = yield* index.list({ workers: true }).pipe(Effect.mapError(describe))
+    return Option.map(yield* uniquePrefix(query.toLowerCase(), all, (info) => info.sessionId, "session ids"), (info) => info.path)
   })
 
-/** The session id `query` (an id, the start of one, a title or a path) names under `root`. */
-export const sessionIdOf = (query: string, root: string) =>
-  Effect.map(withIndex(Option.some(root), (r) => resolve(query, r)), (path) =>
-    Option.getOrElse(TranscriptLayout.sessionIdOfFile(Path.basename(path)), () => Path.basename(path, ".jsonl")))
+/** `find`, or the one line that says nothing matched. */
+export const resolve = (query: string, root: string) =>
+  Effect.flatMap(find(query), Option.match({
+    onSome: Effect.succeed,
+    onNone: () => Effect.fail(fail(`no session matches ${JSON.stringify(query)} under ${root} (an id, a title or a path)`))
+  }))
+
+/**
+ * The whole session id `query` (the start of an id, a title or a path) names
+ * under `root`, if `root` exists and holds it.
+ */
+export const sessionIdIn = (query: string, root: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    if (!(yield* fs.exists(root).pipe(Effect.orElseSucceed(() => false)))) return Option.none<string>()
+    const path = yield* find(query).pipe(Effect.provide(SessionIndex.layer.pipe(Layer.provide(TranscriptLayout.layer(root)))))
+    return Option.map(path, (p) => Option.getOrElse(TranscriptLayout.sessionIdOfFile(Path.basename(p)), () => Path.basename(p, ".jsonl")))
+  })
 
 /**
  * The message `query` names in a transcript's effective conversation: a
