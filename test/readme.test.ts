@@ -44,6 +44,25 @@ describe("README.md", () => {
     expect(lines.length).toBeLessThanOrEqual(22)
   })
 
+  it("states the Node version the pinned Claude Code CLI declares, next to skein's own", () => {
+    const readme = Fs.readFileSync(Path.join(repo, "README.md"), "utf8")
+    const cli: { readonly version: string; readonly engines: { readonly node: string } } = JSON.parse(
+      Fs.readFileSync(Path.join(repo, "node_modules", "@anthropic-ai", "claude-code", "package.json"), "utf8")
+    )
+    const declared = cli.engines.node.replace(/\.0\.0$/, "").replace(">=", ">= ")
+    expect(readme).toContain(`(${cli.version}) declares \`node ${declared}\``)
+    const root: { readonly engines: { readonly node: string } } = JSON.parse(Fs.readFileSync(Path.join(repo, "package.json"), "utf8"))
+    expect(readme).toContain(`Node ${root.engines.node.replace(">=", "")} or later`)
+    expect(readme).toContain("`EBADENGINE` warning")
+  })
+
+  it("says how opencode's clients pass the token (OPENCODE_SERVER_PASSWORD) and that /doc/ui needs the dashboard's cookie or a header", () => {
+    const readme = Fs.readFileSync(Path.join(repo, "README.md"), "utf8")
+    expect(readme).toMatch(/OPENCODE_SERVER_PASSWORD=<token> opencode run --attach/)
+    expect(readme).toMatch(/`\/doc\/ui` are behind the\s+token too/)
+    expect(readme).toMatch(/\?token=<token>`\s+\(it sets the cookie/)
+  })
+
   it.scopedLive("its embedding snippet runs: a turn's text streamed, a permission answered, a worker forked", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({
