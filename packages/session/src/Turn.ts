@@ -97,7 +97,7 @@ const textOf = (message: CliMessage.Assistant): string =>
   message.message.content.flatMap((block) => block.type === "text" && "text" in block && typeof block.text === "string" ? [block.text] : []).join("\n")
 
 /**
- * The model's text of a turn's events, one string per text block, without
+ * The model's text of a turn's events, one string per assistant message, without
  * the CLI's own error messages (those are the turn's `failure`).
  */
 export const texts = <E, R>(events: Stream.Stream<SessionEvent, E, R>): Stream.Stream<string, E, R> =>
