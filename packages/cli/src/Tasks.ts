@@ -130,10 +130,10 @@ const allTasks = (configRoot: string) =>
 const findTask = (configRoot: string, id: string) =>
   Effect.gen(function*() {
     // A task id, or a unique start of one (`list` prints them whole).
-    const found = Option.getOrUndefined(yield* Lookup.uniquePrefix(id, yield* allTasks(configRoot), (t) => t.record.id, "task ids"))
-    if (found === undefined && Task.typeOf(id) === undefined && id.length >= 9) {
+    if (!/^[bartwmd][0-9a-z]{0,8}$/.test(id)) {
       return yield* fail(`${JSON.stringify(id)} is not a task id (a type letter b a r t w m d and 8 of [0-9a-z])`)
     }
+    const found = Option.getOrUndefined(yield* Lookup.uniquePrefix(id, yield* allTasks(configRoot), (t) => t.record.id, "task ids"))
     if (found === undefined) return yield* fail(`no task ${id} under ${hostsDir(configRoot)}`)
     return found
   })

@@ -80,6 +80,8 @@ describe("skein tasks", () => {
       expect(errorLine(notId)).toMatch(/"nope" is not a task id/)
       const missing = yield* skein(["tasks", "kill", "b00000000", "--root", cwd], { cwd })
       expect(errorLine(missing)).toMatch(/no task b00000000 under /)
+      // The start of a task id is looked up like a whole one.
+      expect(errorLine(yield* skein(["tasks", "show", "b0000", "--root", cwd], { cwd }))).toMatch(/no task b0000 under /)
       const none = yield* skein(["tasks", "list", "--root", cwd], { cwd })
       expect(none.stdout.trim()).toBe("no tasks")
       const json = yield* skein(["tasks", "list", "--root", cwd, "--json"], { cwd })
