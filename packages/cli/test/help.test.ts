@@ -74,6 +74,13 @@ describe("skein --help", () => {
       expect(ran.stdout).toContain("Example: skein run")
     }))
 
+  it.scoped("--model with no value is a usage error, never a prompt: skein run --fake-model --model", () =>
+    Effect.gen(function*() {
+      const ran = yield* help(["run", "--fake-model", "--model"])
+      expect(ran.code).toBe(2)
+      expect(ran.stdout).toBe("")
+    }))
+
   it.scoped("help shows usage as typed (skein run …), without @effect/cli's --wizard and --completions, and no ANSI codes off a terminal", () =>
     Effect.gen(function*() {
       for (const command of [["run"], ["sessions", "branch"], ["dream"]]) {
