@@ -101,7 +101,7 @@ describe("examples/compact.ts", () => {
         ]
       })
       const s = yield* stored(model)
-      const done = yield* example([s.id, "--root", s.configDir, "--pass", "summarize", "--keep-messages", "2", ...fakeEnv(model)], s.env)
+      const done = yield* example([s.id, "--root", s.configDir, "--pass", "summarize", "--keep-messages", "2", "--keep-tokens", "0", ...fakeEnv(model)], s.env)
       expect(done.stderr).toBe("")
       expect(done.code).toBe(0)
       expect(done.stdout).toMatch(new RegExp(`^compacted ${s.id} \\(summarize\\): \\d+ -> \\d+ tokens`))
