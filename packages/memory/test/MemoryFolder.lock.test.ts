@@ -3,14 +3,21 @@
  * once (extractions of two sessions, a dream, `skein memory add`). Each
  * read-modify-write holds the index lock, so none loses another's lines.
  */
+import * as Command from "@effect/platform/Command"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import { MemoryFile, MemoryFolder } from "@skein/memory"
 import { FileLock } from "@skein/kernel"
-import { Effect, Option, Schema } from "effect"
+import * as TsChild from "@skein/testkit/TsChild"
+import { Effect, Option, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const repoRoot = path.resolve(here, "../../..")
+const writer = path.join(here, "fixtures", "index-writer.ts")
 
 const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "skein-memory-lock-" }))
 
@@ -68,4 +75,23 @@ describe("MemoryFolder under concurrent writers", () => {
       // Nothing is left holding the lock.
       expect(Option.flatMap(yield* FileLock.status(path.join(dir, MemoryFolder.indexLockName)), (s) => s.pid)).toEqual(Option.none())
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("three OS processes writing one folder at once lose no MEMORY.md line", () =>
+    Effect.gen(function*() {
+      const dir = path.join(yield* tempDir, "memory")
+      const run = (prefix: string) =>
+        Effect.scoped(Effect.gen(function*() {
+          const child = yield* Command.start(
+            Command.make(process.execPath, ...TsChild.nodeArgs(writer), dir, prefix, "10").pipe(Command.workingDirectory(repoRoot))
+          )
+          const [stderr, code] = yield* Effect.all([Stream.mkString(Stream.decodeText(child.stderr)), child.exitCode], {
+            concurrency: "unbounded"
+          })
+          expect(stderr).toBe("")
+          expect(code).toBe(0)
+        }))
+      yield* Effect.all([run("a"), run("b"), run("c")], { concurrency: "unbounded", discard: true })
+      const expected = ["a", "b", "c"].flatMap((p) => Array.from({ length: 10 }, (_, i) => `${p}-${i}.md`)).sort()
+      expect(yield* indexedFiles(dir)).toEqual(expected)
+    }).pipe(Effect.provide(NodeContext.layer)), { timeout: 120_000 })
 })
