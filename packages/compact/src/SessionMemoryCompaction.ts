@@ -413,14 +413,3 @@ export const readMemory = Effect.fn("SessionMemoryCompaction.readMemory")(functi
   if (Option.isNone(text)) return Either.left(Declined.NoSummary({ path }))
   return prepareSummary(text.value, path, yield* SummaryCoverage.read(path))
 })
-
-/**
- * The session's summary, if it has a non-empty one (raw, unchecked).
- *
- * @since 0.0.0
- */
-export const readSummary = Effect.fn("SessionMemoryCompaction.readSummary")(function*(transcriptPath: string) {
-  const fs = yield* FileSystem.FileSystem
-  const text = yield* fs.readFileString(summaryPath(transcriptPath)).pipe(Effect.option)
-  return Option.filter(Option.map(text, (t) => t.trim()), (t) => t.length > 0)
-})
