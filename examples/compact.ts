@@ -111,9 +111,9 @@ const compact = (input: Input) =>
 const target = Args.text({ name: "session-id|path" })
 const root = Options.directory("root").pipe(Options.withDescription("the config dir (CLAUDE_CONFIG_DIR)"), Options.optional)
 const pass = Options.choice("pass", ["memory", "summarize"]).pipe(Options.withDefault("memory" as const))
-const keepTokens = Options.integer("keep-tokens").pipe(Options.withDescription("the window keeps at least N tokens"), Options.optional)
+const keepTokens = Options.integer("keep-tokens").pipe(Options.withDescription("the window grows until it holds N tokens and --keep-messages (at most 40000 tokens)"), Options.optional)
 const keepMessages = Options.integer("keep-messages").pipe(
-  Options.withDescription("or at least N messages with text"),
+  Options.withDescription("and N messages with text"),
   Options.optional
 )
 const env = Options.keyValueMap("env").pipe(

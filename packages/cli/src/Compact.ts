@@ -30,11 +30,11 @@ const compactOptions = {
     Options.withDefault("memory" as const)
   ),
   keepTokens: Options.integer("keep-tokens").pipe(
-    Options.withDescription("the retained window keeps at least N tokens (default 10000)"),
+    Options.withDescription("the retained window grows until it holds N tokens (default 10000) and --keep-messages; at most 40000 tokens"),
     Options.optional
   ),
   keepMessages: Options.integer("keep-messages").pipe(
-    Options.withDescription("or at least N messages with text (default 5)"),
+    Options.withDescription("and N messages with text (default 5)"),
     Options.optional
   ),
   fakeModel: Options.boolean("fake-model").pipe(Options.withDescription("--pass summarize: ask a local fake model")),
@@ -46,6 +46,10 @@ const declinedLine = (sessionId: string, reason: SessionMemoryCompaction.Decline
   switch (reason._tag) {
     case "NoSummary":
       return `cannot compact ${sessionId}: no session memory at ${reason.path} (try --pass summarize)`
+    case "TemplateOnly":
+      return `cannot compact ${sessionId}: the session memory at ${reason.path} is an unfilled template (try --pass summarize)`
+    case "CoveredMessageMissing":
+      return `cannot compact ${sessionId}: the session memory covers message ${reason.uuid}, which is no longer in the session (update it, or try --pass summarize)`
     case "Empty":
       return `cannot compact ${sessionId}: it holds no message`
     case "KeepsEverything":

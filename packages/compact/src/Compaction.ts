@@ -82,6 +82,8 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
   options: MemoryPassOptions & {
     readonly summary: string
     readonly pass: Pass
+    /** The last entry `summary` covers; everything after it stays in the window. None: the whole view. */
+    readonly lastSummarized?: string | undefined
     /** Restore recently read files, the plan and task state after the boundary (pass 2 does). */
     readonly restore?: PostCompactRestore.RestoreOptions | undefined
   }
@@ -89,7 +91,12 @@ export const compactWith = Effect.fn("Compaction.compactWith")(function*(
   const store = yield* TranscriptStore.TranscriptStore
   const path = store.layout.session(options.cwd, options.sessionId).transcript
   const view = yield* ResumeLoader.load(path)
-  const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(options.summary), options.window)
+  const planned = yield* SessionMemoryCompaction.plan(
+    view,
+    CompactBoundary.summaryText(options.summary),
+    options.window,
+    options.lastSummarized
+  )
   if (Either.isLeft(planned)) return Outcome.Declined({ pass: options.pass, reason: planned.left })
   const plan = planned.right
   const restored = options.restore === undefined ? [] : yield* PostCompactRestore.restore(
@@ -142,9 +149,15 @@ const appendOnce = (path: string, target: { readonly cwd: string; readonly sessi
     )
   }).pipe(Effect.scoped, Effect.uninterruptible)
 
-/** The session's `summary.md`, unless a summary is given. */
+/**
+ * The session's `summary.md` with the point it covers, unless a summary is
+ * given (it then covers the whole view); declined when empty or a bare
+ * template, with oversized sections cut.
+ */
 const memorySummary = (path: string, given: string | undefined) =>
-  given !== undefined ? Effect.succeed(Option.some(given)) : SessionMemoryCompaction.readSummary(path)
+  given !== undefined
+    ? Effect.succeed(SessionMemoryCompaction.prepareSummary(given, SessionMemoryCompaction.summaryPath(path)))
+    : SessionMemoryCompaction.readMemory(path)
 
 /**
  * Pass 1 on a stored session whose CLI is not running: `summary.md` as the
@@ -156,13 +169,13 @@ export const memoryPass = Effect.fn("Compaction.memoryPass")(function*(options: 
   const store = yield* TranscriptStore.TranscriptStore
   const path = store.layout.session(options.cwd, options.sessionId).transcript
   const summary = yield* memorySummary(path, options.summary)
-  if (Option.isNone(summary)) {
-    return Outcome.Declined({
-      pass: "memory",
-      reason: SessionMemoryCompaction.Declined.NoSummary({ path: SessionMemoryCompaction.summaryPath(path) })
-    })
-  }
-  return yield* compactWith({ ...options, summary: summary.value, pass: "memory" })
+  if (Either.isLeft(summary)) return Outcome.Declined({ pass: "memory", reason: summary.left })
+  return yield* compactWith({
+    ...options,
+    summary: summary.right.text,
+    lastSummarized: Option.getOrUndefined(summary.right.lastSummarized),
+    pass: "memory"
+  })
 })
 
 /** What `memoryPass` needs. */
@@ -271,18 +284,15 @@ export const run = Effect.fn("Compaction.run")(function*(host: Host, options: Ru
 
       if (pass !== "summarize") {
         const memory = yield* announced(host, "memory", trigger, Effect.gen(function*() {
-          const summary = yield* memorySummary(path, options.summary)
-          if (Option.isNone(summary)) {
-            return Outcome.Declined({
-              pass: "memory",
-              reason: SessionMemoryCompaction.Declined.NoSummary({ path: SessionMemoryCompaction.summaryPath(path) })
-            })
-          }
+          const prepared = yield* memorySummary(path, options.summary)
+          if (Either.isLeft(prepared)) return Outcome.Declined({ pass: "memory", reason: prepared.left })
+          const summary = prepared.right.text
+          const lastSummarized = Option.getOrUndefined(prepared.right.lastSummarized)
           // Plan while the CLI idles (reading is safe); end it only for a pass that will write.
           const view = yield* ResumeLoader.load(path)
-          const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(summary.value), options.window)
+          const planned = yield* SessionMemoryCompaction.plan(view, CompactBoundary.summaryText(summary), options.window, lastSummarized)
           if (Either.isLeft(planned)) return Outcome.Declined({ pass: "memory", reason: planned.left })
-          return yield* live.suspend(() => write(compactWith({ ...target, summary: summary.value, pass: "memory" })))
+          return yield* live.suspend(() => write(compactWith({ ...target, summary, lastSummarized, pass: "memory" })))
         }))
         if (memory._tag === "Compacted" || pass === "memory") return memory
       }

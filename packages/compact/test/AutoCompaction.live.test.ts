@@ -34,7 +34,7 @@ describe("AutoCompaction with the real CLI", () => {
         effect.pipe(Effect.provide(Live.storeLayer(d.configDir)), Effect.provideService(TaskManager.TaskManager, tasks))
       const session = yield* CompactableSession.start(Live.sessionOptions(model, d))
       // Any context is over 10% of a 10-token window.
-      const auto = yield* provide(AutoCompaction.start(session, { contextWindow: 10, threshold: 0.1, window: { minTextMessages: 1 } }))
+      const auto = yield* provide(AutoCompaction.start(session, { contextWindow: 10, threshold: 0.1, window: { minTokens: 0, minTextMessages: 1 } }))
       const failures = (n: number) =>
         auto.breaker.changes.pipe(Stream.filter((s) => s.consecutiveFailures === n), Stream.runHead, Effect.timeout("60 seconds"))
 

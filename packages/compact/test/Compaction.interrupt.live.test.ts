@@ -101,7 +101,7 @@ const setup = Effect.gen(function*() {
   const fault = yield* Ref.make<Fault>({ _tag: "None" })
   const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
   const pass = (onStep: (step: Compaction.Step) => Effect.Effect<void>) =>
-    Compaction.run(session, { pass: "memory", window: { minTokens: 100_000, minTextMessages: 2 }, onStep }).pipe(
+    Compaction.run(session, { pass: "memory", window: { minTokens: 0, minTextMessages: 2 }, onStep }).pipe(
       Effect.provide(storeLayer(d.configDir, fault)),
       Effect.provideService(TaskManager.TaskManager, tasks)
     )

@@ -36,7 +36,7 @@ describe("Compaction.run with the real CLI", () => {
       Fs.writeFileSync(summaryFile, SUMMARY)
 
       const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-      const outcome = yield* Compaction.run(session, { window: { minTokens: 100_000, minTextMessages: 2 } }).pipe(
+      const outcome = yield* Compaction.run(session, { window: { minTokens: 0, minTextMessages: 2 } }).pipe(
         Effect.provide(Live.storeLayer(d.configDir)),
         Effect.provideService(TaskManager.TaskManager, tasks)
       )
@@ -86,7 +86,7 @@ describe("Compaction.run with the real CLI", () => {
       const parentRequest = yield* model.awaitRequest(1, FakeModel.isConversation)
 
       const tasks = yield* TaskManager.make({ root: Path.join(d.root, "tasks") })
-      const outcome = yield* Compaction.run(session, { window: { minTokens: 100_000, minTextMessages: 2 } }).pipe(
+      const outcome = yield* Compaction.run(session, { window: { minTokens: 0, minTextMessages: 2 } }).pipe(
         Effect.provide(Live.storeLayer(d.configDir)),
         Effect.provideService(TaskManager.TaskManager, tasks)
       )

@@ -41,7 +41,7 @@ describe("session-memory compaction with the real CLI", () => {
       const outcome = yield* Compaction.memoryPass({
         cwd: session.cwd,
         sessionId: session.id,
-        window: { minTokens: 100_000, minTextMessages: 2 }
+        window: { minTokens: 0, minTextMessages: 2 }
       }).pipe(Effect.provide(Live.storeLayer(first.run.configDir)))
       expect(outcome._tag).toBe("Compacted")
       if (outcome._tag !== "Compacted") return
@@ -90,7 +90,7 @@ describe("session-memory compaction with the real CLI", () => {
       Fs.mkdirSync(Path.dirname(summaryFile), { recursive: true })
       const compact = (summary: string, keep: number) =>
         Effect.sync(() => Fs.writeFileSync(summaryFile, summary)).pipe(
-          Effect.zipRight(Compaction.memoryPass({ cwd: session.cwd, sessionId: session.id, window: { minTokens: 100_000, minTextMessages: keep } })),
+          Effect.zipRight(Compaction.memoryPass({ cwd: session.cwd, sessionId: session.id, window: { minTokens: 0, minTextMessages: keep } })),
           Effect.provide(Live.storeLayer(first.run.configDir))
         )
       expect((yield* compact("First summary: A was asked.", 2))._tag).toBe("Compacted")

@@ -77,7 +77,7 @@ describe("examples/compact.ts", () => {
       expect(everything.stderr.trim().split("\n")).toEqual([`cannot compact ${s.id}: KeepsEverything`])
       expect(Option.isNone((yield* ResumeLoader.load(s.path)).boundary)).toBe(true)
 
-      const done = yield* example([s.id, "--root", s.configDir, "--pass", "memory", "--keep-messages", "2", "--keep-tokens", "100000"], s.env)
+      const done = yield* example([s.id, "--root", s.configDir, "--pass", "memory", "--keep-messages", "2", "--keep-tokens", "0"], s.env)
       expect(done.stderr).toBe("")
       expect(done.code).toBe(0)
       expect(done.stdout).toMatch(new RegExp(`^compacted ${s.id} \\(memory\\): \\d+ -> \\d+ tokens`))
@@ -101,7 +101,7 @@ describe("examples/compact.ts", () => {
         ]
       })
       const s = yield* stored(model)
-      const done = yield* example([s.id, "--root", s.configDir, "--pass", "summarize", "--keep-messages", "2", ...fakeEnv(model)], s.env)
+      const done = yield* example([s.id, "--root", s.configDir, "--pass", "summarize", "--keep-messages", "2", "--keep-tokens", "0", ...fakeEnv(model)], s.env)
       expect(done.stderr).toBe("")
       expect(done.code).toBe(0)
       expect(done.stdout).toMatch(new RegExp(`^compacted ${s.id} \\(summarize\\): \\d+ -> \\d+ tokens`))

@@ -6,15 +6,20 @@
  * each line at most 150 characters, the file at most 25 KB.
  *
  * Every write goes through a temp file and a rename, so the CLI reading
- * concurrently sees the old index or the new one, never a part.
+ * concurrently sees the old index or the new one, never a part. Every
+ * read-modify-write of the index (`write`, `remove`, `repair`) holds the
+ * index lock (`.memory-index-lock`, a kernel `FileLock` shared by
+ * processes), so two extractions, a dream and `skein memory add` in one
+ * project never lose each other's lines. A holder that died is taken over
+ * at once, one that hangs after `indexLockStaleAfter`.
  *
  * @since 0.0.0
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { AtomicFile } from "@skein/kernel"
+import { AtomicFile, FileLock } from "@skein/kernel"
 import { TranscriptLayout } from "@skein/store"
-import { Effect, Either, Option, Schema } from "effect"
+import { Duration, Effect, Either, Option, Schedule, Schema } from "effect"
 import * as Path from "node:path"
 import * as MemoryFile from "./MemoryFile.js"
 
@@ -138,6 +143,57 @@ const writeIndex = (dir: string, lines: ReadonlyArray<MemoryFile.IndexLine>) =>
 const ensureDir = (dir: string) => AtomicFile.makeDirectory(dir).pipe(Effect.mapError(io(dir, "mkdir")))
 
 /**
+ * The lock file held over each read-modify-write of `MEMORY.md`.
+ *
+ * @since 0.0.0
+ */
+export const indexLockName = ".memory-index-lock"
+
+/** A held index lock older than this may be taken over: a change of the index takes milliseconds. */
+export const indexLockStaleAfter: Duration.Duration = Duration.seconds(20)
+
+/** Waits for a busy index lock: short jittered steps, up to past `indexLockStaleAfter` (then the lock is taken over). */
+const lockWait = Schedule.exponential("2 millis", 1.5).pipe(
+  Schedule.union(Schedule.spaced("50 millis")),
+  Schedule.jittered,
+  Schedule.upTo(Duration.sum(indexLockStaleAfter, Duration.seconds(10)))
+)
+
+/**
+ * Runs `change` (a read, a change and a write of the index) holding the
+ * index lock; the folder must exist. A failure or an interruption of
+ * `change` gives the lock back as it was.
+ */
+const withIndexLock = <A, R>(dir: string, change: Effect.Effect<A, MemoryIoError, R>) => {
+  const lockPath = Path.join(dir, indexLockName)
+  const lockFailed = (cause: FileLock.LockHeld | FileLock.LockLost | FileLock.FileLockError) =>
+    new MemoryIoError({ path: lockPath, operation: "lock", cause })
+  return Effect.scoped(Effect.gen(function*() {
+    const lock = yield* FileLock.acquire(lockPath, { staleAfter: indexLockStaleAfter }).pipe(
+      Effect.retry({ schedule: lockWait, while: (error) => error._tag === "LockHeld" }),
+      Effect.mapError(lockFailed)
+    )
+    const result = yield* change
+    yield* lock.commit.pipe(Effect.mapError(lockFailed))
+    return result
+  }))
+}
+
+/** The index with `f` applied to its current lines, read and written under the index lock. */
+const updateIndex = (
+  dir: string,
+  f: (snapshot: Snapshot) => ReadonlyArray<MemoryFile.IndexLine>
+) =>
+  withIndexLock(
+    dir,
+    Effect.gen(function*() {
+      const current = yield* read(dir)
+      const next = f(current)
+      if (joinLines(next) !== joinLines(current.index)) yield* writeIndex(dir, next)
+    })
+  )
+
+/**
  * @since 0.0.0
  */
 export interface WriteOptions {
@@ -170,12 +226,12 @@ export const write = Effect.fn("MemoryFolder.write")(function*(
   const entry: MemoryFile.Entry = { title: options?.title ?? memory.name, file, hook: options?.hook ?? memory.description }
   const raw = MemoryFile.renderLine(entry, limits.maxLineChars)
   const line: MemoryFile.IndexLine = { _tag: "Entry", entry, raw }
-  const current = (yield* read(dir)).index
-  const at = current.findIndex((l) => l._tag === "Entry" && l.entry.file === file)
-  const next = at === -1
-    ? [...current, line]
-    : current.flatMap((l, i) => i === at ? [line] : l._tag === "Entry" && l.entry.file === file ? [] : [l])
-  yield* writeIndex(dir, next)
+  yield* updateIndex(dir, ({ index: current }) => {
+    const at = current.findIndex((l) => l._tag === "Entry" && l.entry.file === file)
+    return at === -1
+      ? [...current, line]
+      : current.flatMap((l, i) => i === at ? [line] : l._tag === "Entry" && l.entry.file === file ? [] : [l])
+  })
   return { file, line: raw }
 })
 
@@ -190,8 +246,9 @@ export const remove = Effect.fn("MemoryFolder.remove")(function*(dir: string, fi
     Effect.catchIf(isNotFound, () => Effect.void),
     Effect.mapError(io(Path.join(dir, file), "remove"))
   )
-  const current = (yield* read(dir)).index
-  yield* writeIndex(dir, current.filter((l) => !(l._tag === "Entry" && l.entry.file === file)))
+  const exists = yield* fs.exists(dir).pipe(Effect.mapError(io(dir, "stat")))
+  if (!exists) return
+  yield* updateIndex(dir, ({ index }) => index.filter((l) => !(l._tag === "Entry" && l.entry.file === file)))
 })
 
 // ---------------------------------------------------------------------------
@@ -284,10 +341,10 @@ const repairedIndex = (snapshot: Snapshot, limits: Limits): Array<MemoryFile.Ind
 export const repair = Effect.fn("MemoryFolder.repair")(function*(dir: string, limits: Limits = defaultLimits) {
   const before = yield* read(dir)
   const problems = validate(before, limits)
-  const lines = repairedIndex(before, limits)
-  if (joinLines(lines) !== joinLines(before.index)) {
+  // Take the lock only when there is something to fix; under it, fix what is there by then.
+  if (joinLines(repairedIndex(before, limits)) !== joinLines(before.index)) {
     yield* ensureDir(dir)
-    yield* writeIndex(dir, lines)
+    yield* updateIndex(dir, (current) => repairedIndex(current, limits))
   }
   const remaining = validate(yield* read(dir), limits)
   // Lines move when others are dropped: a problem is the same one by what it names, not where.

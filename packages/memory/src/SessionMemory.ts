@@ -10,11 +10,18 @@
  * Runs go through a `SingleFlight`: never two at once for a session, a
  * request during a run is stashed and one trailing run follows.
  *
+ * After a run that changed the file, the point it covers (the parent's leaf
+ * when the worker forked: the worker's copy of the session ends there) is
+ * recorded beside it (`SummaryCoverage`); session-memory compaction keeps
+ * every message after that point. The leaf is read before the fork, and the
+ * record written only after a successful run changed the summary, so it may
+ * lag the summary but never claims more than the worker saw.
+ *
  * @since 0.0.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Session, SessionError, Turn, Worker } from "@skein/session"
-import { TranscriptLayout } from "@skein/store"
+import { ResumeLoader, SummaryCoverage, TranscriptLayout } from "@skein/store"
 import { Effect, Option, Ref, type Scope, Stream } from "effect"
 import * as MemoryEvents from "./MemoryEvents.js"
 import * as MemoryPolicy from "./MemoryPolicy.js"
@@ -111,6 +118,10 @@ export const make = Effect.fn("SessionMemory.make")(function*(options: Options) 
   const runOnce = Effect.gen(function*() {
     const sessionId = yield* parent.sessionId
     const file = yield* summaryFile
+    const covered = yield* ResumeLoader.load(TranscriptLayout.sessionPaths(projectDir, sessionId).transcript).pipe(
+      Effect.map((view) => Option.fromNullable(view.leafUuid)),
+      Effect.orElseSucceed(() => Option.none<string>())
+    )
     const before = yield* read(file)
     const result = yield* Effect.scoped(Effect.gen(function*() {
       const worker = yield* options.workers.fork({
@@ -126,6 +137,7 @@ export const make = Effect.fn("SessionMemory.make")(function*(options: Options) 
     }))
     const after = yield* read(file)
     const changed = Option.isSome(after) && !Option.getEquivalence((a: string, b: string) => a === b)(after, before)
+    if (changed && !result.isError && Option.isSome(covered)) yield* SummaryCoverage.write(file, covered.value)
     yield* MemoryEvents.emit({
       _tag: "Wrote",
       job: "session-memory",

@@ -7,9 +7,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost, TaskManager } from "@skein/kernel"
 import { MemoryEvents, SessionMemory } from "@skein/memory"
 import { Session, Worker } from "@skein/session"
-import { TranscriptLayout } from "@skein/store"
+import { ResumeLoader, SummaryCoverage, TranscriptLayout } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Effect, Layer, Queue } from "effect"
+import { Effect, Layer, Option, Queue } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Live from "./live.js"
@@ -34,7 +34,7 @@ const isWorker: FakeModel.RequestMatch = (r) => FakeModel.isConversation(r) && F
 const isMain: FakeModel.RequestMatch = (r) => FakeModel.isConversation(r) && !FakeModel.messagesText(r).includes(marker)
 
 describe("SessionMemory e2e with the real CLI", () => {
-  it.scopedLive("a worker keeps summary.md, reads it before rewriting it, may touch no other file, and records to its sidechain only", () =>
+  it.scopedLive("a worker keeps summary.md, reads it before rewriting it, may touch no other file, records to its sidechain only, and records the point the summary covers", () =>
     Effect.gen(function*() {
       const d = yield* ClaudeCli.offlineDirs("skein-session-memory-")
       const model = yield* FakeModel.make({ replies: [FakeModel.matching(FakeModel.text("Working on it."), isMain)] })
@@ -64,6 +64,18 @@ describe("SessionMemory e2e with the real CLI", () => {
       )
       yield* memory.update
       expect(Fs.readFileSync(file, "utf8")).toBe(first)
+      // The point the summary covers: the parent's leaf when the worker forked.
+      const transcript = Session.transcriptPath(d.configDir, d.cwd, parentId)
+      const leafOf = Effect.map(ResumeLoader.load(transcript), (view) => view.leafUuid)
+      const firstLeaf = yield* leafOf
+      expect(firstLeaf).toBeDefined()
+      expect(yield* SummaryCoverage.read(file)).toEqual(Option.fromNullable(firstLeaf))
+      // A turn the summary has not seen: the record does not move.
+      yield* model.enqueue(FakeModel.matching(FakeModel.text("Tests next."), isMain))
+      yield* Effect.flatMap(parent.send("Then update the tests."), (t) => t.result)
+      const secondLeaf = yield* leafOf
+      expect(secondLeaf).not.toBe(firstLeaf)
+      expect(yield* SummaryCoverage.read(file)).toEqual(Option.fromNullable(firstLeaf))
 
       yield* model.enqueue(
         FakeModel.matching(FakeModel.toolUse("Write", { file_path: Path.join(d.cwd, "elsewhere.md"), content: "x" }), isWorker),
@@ -73,6 +85,7 @@ describe("SessionMemory e2e with the real CLI", () => {
       )
       yield* memory.update
       expect(Fs.readFileSync(file, "utf8")).toBe(second)
+      expect(yield* SummaryCoverage.read(file)).toEqual(Option.fromNullable(secondLeaf))
       expect(Fs.existsSync(Path.join(d.cwd, "elsewhere.md"))).toBe(false)
       expect((yield* model.remaining).length).toBe(0)
 
