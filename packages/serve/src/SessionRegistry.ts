@@ -16,11 +16,9 @@ import { Canonical } from "@skein/protocol"
 import { Permissions, Session } from "@skein/session"
 import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/store"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -29,9 +27,9 @@ import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import { EventTranslator, History, Ids, Todos } from "@skein/canonical"
 import * as Forks from "./internal/forks.js"
-import { idleFor } from "./internal/idle.js"
 import { type Known, type KnownSessions, make as makeKnownSessions } from "./internal/knownSessions.js"
 import * as LiveSession from "./internal/liveSession.js"
+import * as LiveSessions from "./internal/liveSessions.js"
 import * as Questions from "./internal/questions.js"
 import { PermissionBroker } from "./PermissionBroker.js"
 import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed } from "./ServeError.js"
@@ -177,12 +175,6 @@ const sessionOptions = (options: Options, k: Known, resume: boolean): Session.Se
   }
 }
 
-/** A live session's slot: ready once the CLI runs; `prompts` counts what was sent to it, for the idle timer. */
-interface Slot {
-  readonly ready: Deferred.Deferred<LiveSession.LiveSession, SessionFailed>
-  readonly prompts: SubscriptionRef.SubscriptionRef<number>
-}
-
 /** What the registry's operations share. */
 interface Core {
   readonly options: Options
@@ -190,7 +182,7 @@ interface Core {
   readonly events: ServerEvents["Type"]
   readonly index: SessionIndex.SessionIndex["Type"]
   readonly catalog: KnownSessions
-  readonly slots: Map<string, Slot>
+  readonly sessions: LiveSessions.LiveSessions
   readonly transcriptOf: (k: Known) => string
   /** The live session, started (or resumed) when it is not running; counts as a prompt for the idle timer. */
   readonly live: (sessionID: string) => Effect.Effect<LiveSession.LiveSession, RegistryError>
@@ -200,8 +192,12 @@ interface Core {
 
 const failed = (sessionID: string, what: string) => (e: unknown) => new SessionFailed({ sessionID, reason: `${what}: ${String(e)}` })
 
+/** A log that refuses the write is the operation's failure, answered as such (not a defect). */
 const publishInfo = (core: Core, type: "session.created" | "session.updated" | "session.deleted", info: SessionInfo) =>
-  Effect.orDie(core.events.publish(info.directory, [Canonical.event(type, { info: canonicalInfo(info) })]))
+  core.events.publish(info.directory, [Canonical.event(type, { info: canonicalInfo(info) })]).pipe(
+    Effect.asVoid,
+    Effect.mapError((e) => new SessionFailed({ sessionID: info.id, reason: `the event log refused ${type}: ${e.message}` }))
+  )
 
 /** The history, or none before the CLI wrote its transcript. */
 const loadHistory = (core: Core, sessionID: string, k: Known) =>
@@ -217,13 +213,7 @@ const loadHistory = (core: Core, sessionID: string, k: Known) =>
 
 /** What a running session has shown live, if it runs; none while it starts. */
 const shownLive = (core: Core, sessionID: string) =>
-  Effect.gen(function*() {
-    const slot = core.slots.get(sessionID)
-    if (slot === undefined) return []
-    const ready = yield* Deferred.poll(slot.ready)
-    if (Option.isNone(ready)) return []
-    return yield* ready.value.pipe(Effect.flatMap((live) => live.shown), Effect.orElseSucceed(() => []))
-  })
+  Effect.flatMap(core.sessions.peek(sessionID), Option.match({ onNone: () => Effect.succeed([]), onSome: (live) => live.shown }))
 
 /** The transcript's messages, with what a running session has shown and not yet written (see `History.withShown`). */
 const messagesOf = (core: Core, sessionID: string) =>
@@ -248,12 +238,10 @@ const mark = (core: Core, sessionID: string, k: Known) =>
 
 /** A running session's translator takes the new title; a stopped one reads it from the catalog when it starts. */
 const retitleLive = (core: Core, sessionID: string, title: string) =>
-  Effect.gen(function*() {
-    const slot = core.slots.get(sessionID)
-    if (slot === undefined) return
-    const ready = yield* Deferred.poll(slot.ready)
-    if (Option.isSome(ready)) yield* ready.value.pipe(Effect.flatMap((live) => live.inject({ _tag: "Retitled", title })), Effect.ignore)
-  })
+  Effect.flatMap(
+    core.sessions.peek(sessionID),
+    Option.match({ onNone: () => Effect.void, onSome: (live) => live.inject({ _tag: "Retitled", title }) })
+  )
 
 const update = (core: Core) =>
   Effect.fn("SessionRegistry.update")(function*(sessionID: string, patch: { readonly title?: string | undefined }) {
@@ -353,22 +341,17 @@ const prompt = (core: Core) =>
 const abort = (core: Core) =>
   Effect.fn("SessionRegistry.abort")(function*(sessionID: string) {
     yield* core.catalog.lookup(sessionID)
-    const slot = core.slots.get(sessionID)
-    if (slot === undefined) return true
-    const session = yield* Deferred.await(slot.ready).pipe(Effect.option)
+    const session = yield* core.sessions.settled(sessionID)
     if (Option.isSome(session)) yield* Effect.ignore(session.value.session.interrupt)
     return true
   })
 
 /** Busy sessions only, as opencode lists them. */
-const status = (slots: ReadonlyMap<string, Slot>) =>
+const status = (sessions: LiveSessions.LiveSessions) =>
   Effect.gen(function*() {
     const out: Record<string, Canonical.SessionStatus> = {}
-    for (const [id, slot] of slots) {
-      const session = yield* Deferred.poll(slot.ready)
-      if (Option.isNone(session)) continue
-      const done = yield* Effect.option(session.value)
-      if (Option.isSome(done) && (yield* SubscriptionRef.get(done.value.busy))) out[id] = { type: "busy" }
+    for (const [id, live] of yield* sessions.running) {
+      if (yield* SubscriptionRef.get(live.busy)) out[id] = { type: "busy" }
     }
     return out
   })
@@ -379,35 +362,18 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
   const events = yield* ServerEvents
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
-  const fibers = yield* FiberMap.make<string>()
-  const watchers = yield* FiberMap.make<string>()
   const catalog = makeKnownSessions(index, options.configDir)
   const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
-  const slots = new Map<string, Slot>()
-  const lock = yield* Effect.makeSemaphore(1)
   const settle = options.settle ?? Duration.seconds(10)
-  const idleTimeout = Duration.decode(options.idleTimeout ?? Duration.minutes(10))
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)
 
-  /** Stops the session once it has been idle for the timeout, unless a prompt reached it meanwhile. */
-  const watchIdle = (sessionID: string, slot: Slot, session: LiveSession.LiveSession) =>
-    idleFor({ busy: session.busy, ended: Stream.map(session.ended.changes, (e) => e.count), prompts: slot.prompts }, idleTimeout).pipe(
-      Effect.flatMap((seen) =>
-        lock.withPermits(1)(Effect.gen(function*() {
-          if (slots.get(sessionID) !== slot) return true
-          if ((yield* SubscriptionRef.get(slot.prompts)) !== seen) return false
-          yield* FiberMap.remove(fibers, sessionID)
-          return true
-        }))
-      ),
-      Effect.repeat({ until: (stopped) => stopped })
-    )
-
-  const start = (sessionID: string, k: Known, slot: Slot) =>
+  /** Starts (or resumes) the session's CLI in the current scope, which owns it. */
+  const start = (sessionID: string) =>
     Effect.gen(function*() {
+      const k = yield* catalog.lookup(sessionID)
       const resume = yield* Effect.orElseSucceed(fs.exists(transcriptOf(k)), () => false)
       const initial = yield* initialState(transcriptOf(k), k, resume, options.legacy ?? true)
-      const run = LiveSession.start({
+      const session = yield* LiveSession.start({
         directory: k.directory,
         cliSessionId: k.cliSessionId,
         initial,
@@ -415,32 +381,23 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
         broker,
         questions,
         session: sessionOptions(options, k, resume)
-      }).pipe(
-        Effect.tap((session) => Deferred.succeed(slot.ready, session)),
-        // A rename while the CLI started found no live session to tell.
-        Effect.tap((session) => session.inject({ _tag: "Retitled", title: k.title })),
-        Effect.tap((session) => Effect.when(FiberMap.run(watchers, sessionID, watchIdle(sessionID, slot, session)), () => Duration.isFinite(idleTimeout))),
-        Effect.flatMap((session) => session.session.exit),
-        Effect.catchAll((error) => Deferred.fail(slot.ready, new SessionFailed({ sessionID, reason: String(error) }))),
-        Effect.ensuring(Effect.sync(() => slots.get(sessionID) === slot && slots.delete(sessionID))),
-        Effect.scoped,
-        Effect.provideService(ProcessHost.ProcessHost, host),
-        Effect.provideService(FileSystem.FileSystem, fs)
-      )
-      yield* FiberMap.run(fibers, sessionID, run)
-    }).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+      })
+      // A rename while the CLI started found no live session to tell.
+      yield* session.inject({ _tag: "Retitled", title: k.title })
+      return session
+    }).pipe(
+      Effect.mapError((error) => new SessionFailed({ sessionID, reason: error.message })),
+      Effect.provideService(ProcessHost.ProcessHost, host),
+      Effect.provideService(FileSystem.FileSystem, fs)
+    )
 
-  const live = (sessionID: string) =>
-    lock.withPermits(1)(Effect.gen(function*() {
-      const running = slots.get(sessionID)
-      const slot = running ?? { ready: yield* Deferred.make<LiveSession.LiveSession, SessionFailed>(), prompts: yield* SubscriptionRef.make(0) }
-      yield* SubscriptionRef.update(slot.prompts, (n) => n + 1)
-      if (running === undefined) {
-        slots.set(sessionID, slot)
-        yield* start(sessionID, yield* catalog.lookup(sessionID), slot)
-      }
-      return slot.ready
-    })).pipe(Effect.flatMap(Deferred.await))
+  const sessions = yield* LiveSessions.make({
+    start,
+    idleTimeout: Duration.decode(options.idleTimeout ?? Duration.minutes(10))
+  })
+
+  /** An unknown id is refused before anything starts. */
+  const live = (sessionID: string) => Effect.zipRight(catalog.lookup(sessionID), sessions.acquire(sessionID))
 
   const core: Core = {
     options,
@@ -448,10 +405,10 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     events,
     index,
     catalog,
-    slots,
+    sessions,
     transcriptOf,
     live,
-    stopLive: (sessionID) => lock.withPermits(1)(FiberMap.remove(fibers, sessionID)),
+    stopLive: sessions.stop,
     settle
   }
 
@@ -491,10 +448,8 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
         promptOptions?.messageID ?? Ids.make("msg", Ids.sortKey(Date.now(), Ids.PROMPT_ORDINAL), crypto.randomUUID())
       ),
     abort: abort(core),
-    status: status(slots),
-    running: Effect.suspend(() => Effect.filter([...slots.entries()], ([, slot]) => Effect.map(Deferred.poll(slot.ready), Option.isSome))).pipe(
-      Effect.map((all) => all.map(([id]) => id))
-    ),
+    status: status(sessions),
+    running: Effect.map(sessions.running, (all) => all.map(([id]) => id)),
     stop: core.stopLive,
     questions: (directory) => Effect.map(questions.pending(directory), (all) => all.map((p) => p.request)),
     answer: questions.answer

@@ -7,9 +7,11 @@
  * every event gets its place in one order. Turn boundaries come from the
  * turn rules run over the same messages, as in `EventTranslator.withTurns`.
  */
-import type { Canonical } from "@skein/protocol"
+import { Canonical } from "@skein/protocol"
+import type { EventLog } from "@skein/store"
 import { Permissions, Session } from "@skein/session"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
@@ -40,6 +42,12 @@ export interface LiveSession {
    * holds with what the server lists.
    */
   readonly shown: Effect.Effect<ReadonlyArray<History.WithParts>>
+  /**
+   * Ends when the session can serve no more: its CLI exited, or its events
+   * could not be written to the log (the pump stopped, so a CLI left running
+   * would work unseen). The registry then stops it.
+   */
+  readonly done: Effect.Effect<void>
 }
 
 type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
@@ -132,7 +140,7 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           }
         }
       }
-      yield* Effect.orDie(options.events.publish(options.directory, out))
+      yield* options.events.publish(options.directory, out)
       for (const event of out) {
         const following = follow(event)
         if (following !== undefined) yield* following
@@ -173,7 +181,13 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
     }
   }
 
-  yield* Queue.takeBetween(inbox, 1, 1024).pipe(Effect.flatMap(pumpBatch), Effect.forever, Effect.forkScoped)
+  const pumpFailed = yield* Deferred.make<void>()
+  yield* Queue.takeBetween(inbox, 1, 1024).pipe(
+    Effect.flatMap(pumpBatch),
+    Effect.forever,
+    Effect.catchAll((error) => logFailed(error).pipe(Effect.zipRight(Deferred.succeed(pumpFailed, undefined)))),
+    Effect.forkScoped
+  )
   // When the scope closes, whatever is open is closed as an interrupted turn closes it.
   yield* Effect.addFinalizer(() =>
     Effect.suspend(() => {
@@ -181,6 +195,24 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       return Effect.ignore(options.events.publish(options.directory, events))
     })
   )
+  /**
+   * A write the log refused (a full disk): clients are told with a
+   * `session.error` and an idle status, if the log takes those, and the
+   * session stops. Its finalizer closes what is open.
+   */
+  const logFailed = (error: EventLog.EventLogError) =>
+    Effect.gen(function*() {
+      yield* Effect.logError("LiveSession: the event log refused a write; stopping the session", error)
+      const sessionID = translator.sessionID
+      yield* Effect.ignore(options.events.publish(options.directory, [
+        Canonical.event("session.error", {
+          sessionID,
+          error: { name: "UnknownError", data: { message: `the server's event log refused a write (${error.message}); the session was stopped` } }
+        })
+      ]))
+    })
+
   const shown = Effect.sync(() => History.withShown(shownBefore.messages(), shownNow.messages()))
-  return { session, ended, busy, inject, shown } satisfies LiveSession
+  const done = Effect.raceFirst(Effect.asVoid(Effect.either(session.exit)), Deferred.await(pumpFailed))
+  return { session, ended, busy, inject, shown, done } satisfies LiveSession
 })
