@@ -48,6 +48,7 @@ export const layer = (options: Options) =>
     )
     const registry = SessionRegistry.layer({
       configDir: options.configDir,
+      roots,
       session: options.session,
       legacy: options.legacy,
       idleTimeout: options.idleTimeout,

@@ -32,7 +32,8 @@ import * as LiveSession from "./internal/liveSession.js"
 import * as LiveSessions from "./internal/liveSessions.js"
 import * as Questions from "./internal/questions.js"
 import { PermissionBroker } from "./PermissionBroker.js"
-import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed } from "./ServeError.js"
+import { insideRoots } from "./internal/http.js"
+import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed, SessionNotFound } from "./ServeError.js"
 import { ServerEvents } from "./ServerEvents.js"
 
 /** A session as opencode lists it. */
@@ -86,6 +87,12 @@ export class SessionRegistry extends Context.Tag("@skein/serve/SessionRegistry")
 export interface Options {
   /** The CLIs' config root (`CLAUDE_CONFIG_DIR`): transcripts are listed and resumed from here. */
   readonly configDir: string
+  /**
+   * Physical folders the served sessions must be in: a session elsewhere
+   * (another project's transcript under the same config root) is not
+   * listed, and its id is not found. Default: no confinement.
+   */
+  readonly roots?: ReadonlyArray<string> | undefined
   /** Options every CLI gets (env, executable, bare, …); `cwd`, resume and the session id are the registry's. */
   readonly session?: Partial<Session.SessionOptions> | undefined
   /** Dual-write the legacy flat events. Default true. */
@@ -356,13 +363,22 @@ const status = (sessions: LiveSessions.LiveSessions) =>
     return out
   })
 
+/** The catalog seen through the roots: sessions outside them are neither listed nor found. */
+const confined = (catalog: KnownSessions, roots: ReadonlyArray<string> | undefined): KnownSessions =>
+  roots === undefined ? catalog : {
+    ...catalog,
+    lookup: (sessionID) =>
+      Effect.filterOrFail(catalog.lookup(sessionID), (k) => insideRoots(roots, k.directory), () => new SessionNotFound({ sessionID })),
+    list: (directory) => Effect.map(catalog.list(directory), (all) => all.filter(([, k]) => insideRoots(roots, k.directory)))
+  }
+
 export const make = Effect.fn("SessionRegistry.make")(function*(options: Options) {
   const fs = yield* FileSystem.FileSystem
   const host = yield* ProcessHost.ProcessHost
   const events = yield* ServerEvents
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
-  const catalog = makeKnownSessions(index, options.configDir)
+  const catalog = confined(makeKnownSessions(index, options.configDir), options.roots)
   const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
   const settle = options.settle ?? Duration.seconds(10)
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)

@@ -2,6 +2,8 @@ import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Redacted } from "effect"
 import * as Net from "node:net"
+import { Ids } from "@skein/canonical"
+import { Session } from "@skein/session"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Token from "../src/Token.js"
@@ -177,7 +179,50 @@ describe("skein serve security", () => {
       })
       expect(prompt.status).toBe(400)
     }))
+
+  it.scopedLive("--root confines every route: a session of another project is not listed (/session, /dashboard/sessions) nor found by id", () =>
+    Effect.gen(function*() {
+      const server = yield* Harness.start(undefined)
+      const inside = crypto.randomUUID()
+      const outside = crypto.randomUUID()
+      writeTranscript(server.dirs.configDir, server.dirs.cwd, inside, "inside the root")
+      writeTranscript(server.dirs.configDir, server.dirs.root, outside, "another project")
+      const headers = server.headers
+      const byId = (cliId: string) => call(`${server.url}/session/${Ids.session(cliId)}`, { headers })
+      expect((yield* byId(inside)).status).toBe(200)
+      const foreign = yield* byId(outside)
+      expect(foreign.status).toBe(404)
+      expect((yield* call(`${server.url}/session/${Ids.session(outside)}/message`, { headers })).status).toBe(404)
+      expect((yield* call(`${server.url}/session/${Ids.session(outside)}/prompt_async`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ parts: [{ type: "text", text: "hi" }] })
+      })).status).toBe(404)
+      const listed = (yield* call(`${server.url}/session`, { headers })).body.map((s: { id: string }) => s.id)
+      expect(listed).toEqual([Ids.session(inside)])
+      const dashboard = (yield* call(`${server.url}/dashboard/sessions`, { headers })).body.map((s: { id: string }) => s.id)
+      expect(dashboard).toEqual([Ids.session(inside)])
+    }))
 })
+
+/** A transcript the CLI would have written for a session in `cwd`, found by the server under its config root. */
+const writeTranscript = (configDir: string, cwd: string, cliSessionId: string, prompt: string) => {
+  const path = Session.transcriptPath(configDir, cwd, cliSessionId)
+  Fs.mkdirSync(Path.dirname(path), { recursive: true })
+  const entry = {
+    type: "user",
+    uuid: crypto.randomUUID(),
+    parentUuid: null,
+    sessionId: cliSessionId,
+    cwd,
+    timestamp: new Date().toISOString(),
+    isSidechain: false,
+    userType: "external",
+    version: "2.1.332",
+    message: { role: "user", content: prompt }
+  }
+  Fs.writeFileSync(path, JSON.stringify(entry) + "\n")
+}
 
 /** One request on a raw socket, as a browser or a hostile client sends it; the answer's text, once its body is whole. */
 const raw = (port: string, request: string) =>

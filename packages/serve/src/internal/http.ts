@@ -90,10 +90,13 @@ export const directoryOf = (
     const real = yield* fs.realPath(raw).pipe(
       Effect.mapError(() => new DirectoryRejected({ directory: raw, reason: "no such directory" }))
     )
-    const inside = roots.some((root) => real === root || real.startsWith(root.endsWith(Path.sep) ? root : root + Path.sep))
-    if (!inside) return yield* new DirectoryRejected({ directory: raw, reason: "outside the server's roots" })
+    if (!insideRoots(roots, real)) return yield* new DirectoryRejected({ directory: raw, reason: "outside the server's roots" })
     return real
   })
+
+/** A physical path in one of the roots (the root itself included). */
+export const insideRoots = (roots: ReadonlyArray<string>, path: string): boolean =>
+  roots.some((root) => path === root || path.startsWith(root.endsWith(Path.sep) ? root : root + Path.sep))
 
 const safeDecode = (text: string) => {
   try {
