@@ -32,6 +32,8 @@ export interface Options {
   readonly permissionTimeout?: Duration.DurationInput | undefined
   /** Stop a live session after this long with no turn running or queued (its transcript stays). Default 10 minutes. */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /** Stop a session whose CLI says nothing this long during a turn. Default 15 minutes (`SessionRegistry.defaultSilenceTimeout`). */
+  readonly silenceTimeout?: Duration.DurationInput | undefined
   readonly heartbeat?: Duration.DurationInput | undefined
   readonly maxLag?: number | undefined
   readonly legacy?: boolean | undefined
@@ -52,6 +54,7 @@ export const layer = (options: Options) =>
       session: options.session,
       legacy: options.legacy,
       idleTimeout: options.idleTimeout,
+      silenceTimeout: options.silenceTimeout,
       questionTimeout: options.permissionTimeout
     })
     return Server.layer({

@@ -105,7 +105,19 @@ export interface Options {
   readonly archiveDir?: string | undefined
   /** A question no client answers is withdrawn after this long. Default 5 minutes. */
   readonly questionTimeout?: Duration.DurationInput | undefined
+  /**
+   * A CLI that says nothing (not even keep_alive) for this long while a turn
+   * waits on it is stopped, and the turn fails with a `session.error`.
+   * Default `defaultSilenceTimeout`; `session.silenceTimeout` wins.
+   */
+  readonly silenceTimeout?: Duration.DurationInput | undefined
 }
+
+/**
+ * Longer than any one tool call the CLI lets run (a Bash command's own cap
+ * is 10 minutes), so a turn that works is never taken for a wedged one.
+ */
+export const defaultSilenceTimeout = Duration.minutes(15)
 
 const projectIdOf = (directory: string) => `prj_${Ids.hash(directory, 24)}`
 
@@ -176,6 +188,7 @@ const sessionOptions = (options: Options, k: Known, resume: boolean): Session.Se
     cwd: k.directory,
     configDir: base.configDir ?? options.configDir,
     includePartialMessages: base.includePartialMessages ?? true,
+    silenceTimeout: base.silenceTimeout ?? options.silenceTimeout ?? defaultSilenceTimeout,
     ...(resume
       ? { resume: k.cliSessionId }
       : { extraArgs: [...(base.extraArgs ?? []), "--session-id", k.cliSessionId] })

@@ -3,10 +3,17 @@
  * while its session starts, a prompt to an unknown id, an event log that
  * refuses a write, and a CLI that goes silent mid-turn.
  */
+import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { FakeModel } from "@skein/testkit"
-import { Effect, Fiber } from "effect"
+import { ProcessHost } from "@skein/kernel"
+import { EventLog } from "@skein/store"
+import { ClaudeCli, FakeModel } from "@skein/testkit"
+import { Chunk, Effect, Fiber, Layer, Ref, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as PermissionBroker from "../src/PermissionBroker.js"
+import * as ServerEvents from "../src/ServerEvents.js"
+import * as SessionRegistry from "../src/SessionRegistry.js"
 import * as Harness from "./harness.js"
 
 /** Filler the CLI keeps in its own transcripts: 4,000 snapshot lines of 10 KB, so that loading the transcript takes a while. */
@@ -58,4 +65,81 @@ describe("the session registry's edges with the real CLI", () => {
       yield* server.registry.stop(created.id)
       expect(yield* server.registry.running).toEqual([])
     }), 240_000)
+
+  it.scopedLive("a failed event-log write in the live pump is a session.error, and the session stops; the next prompt resumes it", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("Before the fault."), FakeModel.text("Lost to the fault."), FakeModel.text("After it.")] })
+      const dirs = yield* ClaudeCli.offlineDirs("skein-serve-")
+      // The real log, whose next write of a part fails once, as a full disk would.
+      const failNext = yield* Ref.make(false)
+      const failAll = yield* Ref.make(false)
+      const enospc = new EventLog.EventLogError({ path: "events", message: "ENOSPC: no space left on device" })
+      const faulty = Layer.effect(ServerEvents.ServerEvents, Effect.map(ServerEvents.ServerEvents, (real) => ({
+        ...real,
+        publish: (directory, events) =>
+          Effect.if(Ref.get(failAll), { onTrue: () => Effect.fail(enospc), onFalse: () => Effect.void }).pipe(Effect.zipRight(Effect.flatMap(
+            Ref.getAndUpdate(failNext, (armed) => armed && !events.some((e) => e.type === "message.part.updated")),
+            (armed) =>
+              armed && events.some((e) => e.type === "message.part.updated")
+                ? Effect.fail(enospc)
+                : real.publish(directory, events)
+          )))
+      }))).pipe(Layer.provide(ServerEvents.layer({ dir: Path.join(dirs.root, "events") })))
+      const context = yield* Layer.build(
+        Layer.effect(SessionRegistry.SessionRegistry, SessionRegistry.make({
+          configDir: dirs.configDir,
+          session: {
+            env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
+            bare: true,
+            stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+          }
+        })).pipe(
+          Layer.provideMerge(Layer.mergeAll(faulty, PermissionBroker.layer())),
+          Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
+        )
+      )
+      const registry = yield* Effect.provide(SessionRegistry.SessionRegistry, context)
+      const events = yield* Effect.provide(ServerEvents.ServerEvents, context)
+      const created = yield* registry.create({ directory: dirs.cwd })
+      yield* registry.prompt(created.id, "one")
+      yield* Ref.set(failNext, true)
+      const failed = yield* Effect.flip(registry.prompt(created.id, "two")).pipe(Effect.timeout("60 seconds"))
+      expect(failed._tag).toBe("SessionFailed")
+      // Stopped, not left running unseen.
+      yield* registry.running.pipe(Effect.repeat({ until: (ids) => ids.length === 0, schedule: Schedule.spaced("100 millis") }), Effect.timeout("30 seconds"))
+      const logged = yield* events.follow(1).pipe(
+        Stream.takeUntil((r) => r.message.payload.type === "session.error"),
+        Stream.runCollect,
+        Effect.timeout("10 seconds")
+      )
+      const error = Chunk.toReadonlyArray(logged).at(-1)!.message.payload
+      expect(error.type).toBe("session.error")
+      expect(JSON.stringify(error.properties)).toContain("ENOSPC")
+      const after = yield* registry.prompt(created.id, "three").pipe(Effect.timeout("60 seconds"))
+      expect(after.parts.flatMap((p) => (p.type === "text" ? [p.text] : []))).toContain("After it.")
+      // publishInfo: a refused write is the operation's typed failure (a 500 with its reason), not a defect.
+      yield* registry.stop(created.id)
+      yield* Ref.set(failAll, true)
+      const refused = yield* Effect.flip(registry.update(created.id, { title: "renamed" }))
+      expect(refused._tag).toBe("SessionFailed")
+      expect(refused.message).toContain("the event log refused session.updated")
+    }), 240_000)
+
+  it.scopedLive("a served session has a silence timeout: a CLI that says nothing past it is stopped with a session.error", () =>
+    Effect.gen(function*() {
+      // The model never answers within the test: the CLI waits on it, silent.
+      const model = yield* FakeModel.make({ replies: [FakeModel.withDelay(FakeModel.text("Too late."), "10 minutes")] })
+      const server = yield* Harness.start(model, { silenceTimeout: "3 seconds" })
+      const created = yield* server.registry.create({ directory: server.dirs.cwd })
+      const failed = yield* Effect.flip(server.registry.prompt(created.id, "hello")).pipe(Effect.timeout("60 seconds"))
+      expect(failed._tag).toBe("SessionFailed")
+      expect(failed.message).toContain("SessionSilent")
+      const logged = yield* server.events.follow(1).pipe(
+        Stream.takeUntil((r) => r.message.payload.type === "session.error"),
+        Stream.runCollect,
+        Effect.timeout("10 seconds")
+      )
+      expect(JSON.stringify(Chunk.toReadonlyArray(logged).at(-1)!.message.payload.properties)).toContain("said nothing")
+      yield* server.registry.running.pipe(Effect.repeat({ until: (ids) => ids.length === 0, schedule: Schedule.spaced("100 millis") }), Effect.timeout("30 seconds"))
+    }), 120_000)
 })

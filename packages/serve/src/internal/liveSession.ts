@@ -9,7 +9,7 @@
  */
 import { Canonical } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
-import { Permissions, Session } from "@skein/session"
+import { Permissions, Session, type SessionError } from "@skein/session"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -55,6 +55,8 @@ type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
 type Item =
   | { readonly _tag: "Event"; readonly event: CliInput }
   | { readonly _tag: "Input"; readonly input: EventTranslator.Input }
+  /** An event of the host's own (a turn the CLI could not finish), in its place among the others. */
+  | { readonly _tag: "Host"; readonly event: Canonical.CanonicalEvent }
 
 export interface Options {
   readonly directory: string
@@ -81,6 +83,11 @@ const withBoundaries = (
   }
   return [next, [...before, cli, ...after]]
 }
+
+const turnFailure = (error: SessionError.SessionSilent | SessionError.CliExited) =>
+  error._tag === "SessionSilent"
+    ? `the Claude Code CLI said nothing for ${Math.round(error.silentMillis / 1000)} s during a turn; it was stopped`
+    : error.message
 
 const requestIdOf = (state: EventTranslator.State, id: string): string | undefined => {
   for (const [requestId, request] of state.requests) if (request.id === id) return requestId
@@ -128,6 +135,10 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       const out: Array<Canonical.CanonicalEvent> = []
       for (const item of items) {
         let inputs: ReadonlyArray<EventTranslator.Input>
+        if (item._tag === "Host") {
+          out.push(item.event)
+          continue
+        }
         if (item._tag === "Event") [turns, inputs] = withBoundaries(turns, item.event)
         else inputs = [item.input]
         for (const input of inputs) {
@@ -181,6 +192,22 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
     }
   }
 
+  // A turn the CLI never finished: silent past the watchdog's bound (and killed), or exited.
+  const turnQueue = yield* session.turns
+  yield* Queue.take(turnQueue).pipe(
+    Effect.flatMap((turn) => Effect.flip(turn.result)),
+    Effect.flatMap((error) =>
+      error._tag === "SessionClosed" ? Effect.void : Queue.offer(inbox, {
+        _tag: "Host",
+        event: Canonical.event("session.error", {
+          sessionID: translator.sessionID,
+          error: { name: "UnknownError", data: { message: turnFailure(error) } }
+        })
+      })
+    ),
+    Effect.forever,
+    Effect.forkScoped
+  )
   const pumpFailed = yield* Deferred.make<void>()
   yield* Queue.takeBetween(inbox, 1, 1024).pipe(
     Effect.flatMap(pumpBatch),
