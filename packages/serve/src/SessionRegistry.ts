@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Crypto from "node:crypto"
@@ -47,6 +48,8 @@ export interface SessionInfo extends Canonical.SessionInfo {
 export interface PromptOptions {
   /** The client's id for the prompt; echoed back for correlation. */
   readonly messageID?: string | undefined
+  /** The model for this turn on: a name the CLI takes for `--model`, `null` for its default; unset leaves it. */
+  readonly model?: string | null | undefined
 }
 
 type Content = string | ReadonlyArray<Anthropic.ContentBlock>
@@ -331,9 +334,15 @@ export const titleFrom = (content: Content): string | undefined => {
 }
 
 /** Queues the content as a turn of the live session (starting it); the turns ended before it. */
-const send = (core: Core, sessionID: string, content: Content) =>
+const send = (core: Core, sessionID: string, content: Content, options?: PromptOptions) =>
   Effect.gen(function*() {
     const session = yield* core.live(sessionID)
+    const model = options?.model
+    if (model !== undefined && (yield* Ref.get(session.model)) !== model) {
+      // Queued turns run in order, and the CLI reads stdin in order: the switch applies from this prompt on.
+      yield* session.session.setModel(model).pipe(Effect.mapError(failed(sessionID, "switching the model")))
+      yield* Ref.set(session.model, model)
+    }
     const k = yield* core.catalog.lookup(sessionID)
     // Without a model call for it, as opencode makes one: the prompt's first line.
     const title = unnamed.test(k.title) ? titleFrom(content) : undefined
@@ -348,8 +357,8 @@ const send = (core: Core, sessionID: string, content: Content) =>
   })
 
 const prompt = (core: Core) =>
-  Effect.fn("SessionRegistry.prompt")(function*(sessionID: string, content: Content) {
-    const { before, session, turn } = yield* send(core, sessionID, content)
+  Effect.fn("SessionRegistry.prompt")(function*(sessionID: string, content: Content, options?: PromptOptions) {
+    const { before, session, turn } = yield* send(core, sessionID, content, options)
     yield* turn.result.pipe(Effect.mapError(failed(sessionID, "the turn")))
     const last = Option.flatMap(yield* untilEnded(session, before, core.settle), lastAssistant)
     if (Option.isNone(last)) {
@@ -473,7 +482,7 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     promptAsync: (sessionID, content, promptOptions) =>
       // Queued in the session's turn order; its end reaches clients as events.
       Effect.as(
-        send(core, sessionID, content),
+        send(core, sessionID, content, promptOptions),
         promptOptions?.messageID ?? Ids.make("msg", Ids.sortKey(Date.now(), Ids.PROMPT_ORDINAL), crypto.randomUUID())
       ),
     abort: abort(core),

@@ -8,7 +8,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
 import { EventLog } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Chunk, Effect, Fiber, Layer, Ref, Schedule, Stream } from "effect"
+import { Chunk, Effect, Fiber, Layer, Option, Ref, Schedule, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as PermissionBroker from "../src/PermissionBroker.js"
@@ -141,5 +141,44 @@ describe("the session registry's edges with the real CLI", () => {
       )
       expect(JSON.stringify(Chunk.toReadonlyArray(logged).at(-1)!.message.payload.properties)).toContain("said nothing")
       yield* server.registry.running.pipe(Effect.repeat({ until: (ids) => ids.length === 0, schedule: Schedule.spaced("100 millis") }), Effect.timeout("30 seconds"))
+    }), 120_000)
+
+  it.scopedLive("prompt fields: model switches the CLI's model, agent is the one there is; system and noReply are refused with a 400 naming them", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("On haiku."), FakeModel.text("Back on the default.")] })
+      const server = yield* Harness.start(model)
+      const headers = { ...server.headers, "content-type": "application/json" }
+      const post = (path: string, body: unknown) =>
+        Effect.promise(async () => {
+          const response = await fetch(`${server.url}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
+          const text = await response.text()
+          return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
+        })
+      const created = (yield* post("/session", {})).body
+      const parts = [{ type: "text", text: "hello" }]
+      const refused = (body: Record<string, unknown>) => Effect.map(post(`/session/${created.id}/message`, { ...body, parts }), (r) => r)
+      for (const [field, body] of [
+        ["system", { system: "You are a pirate." }],
+        ["noReply", { noReply: true }],
+        ["agent", { agent: "plan" }],
+        ["model", { model: { providerID: "openai", modelID: "gpt-5" } }],
+        ["model", { model: { providerID: "anthropic", modelID: "claude-imaginary" } }]
+      ] as const) {
+        const answer = yield* refused(body)
+        expect(answer.status).toBe(400)
+        expect(answer.body.name).toBe("BadRequest")
+        expect(answer.body.data.message.startsWith(`${field}:`)).toBe(true)
+      }
+      // Every model /provider lists is one a prompt can switch to.
+      const listed = yield* Effect.promise(async () => (await (await fetch(`${server.url}/provider`, { headers })).json()) as { all: ReadonlyArray<{ models: Record<string, unknown> }> })
+      expect(Object.keys(listed.all[0]!.models)).toEqual(["default", "sonnet", "opus", "haiku"])
+      const onHaiku = yield* post(`/session/${created.id}/message`, { agent: "build", model: { providerID: "anthropic", modelID: "haiku" }, parts })
+      expect(onHaiku.status).toBe(200)
+      const first = yield* model.awaitRequest(0, FakeModel.isConversation)
+      expect(String(Option.getOrThrow(first.messagesRequest).model)).toContain("haiku")
+      const back = yield* post(`/session/${created.id}/message`, { model: { providerID: "anthropic", modelID: "default" }, parts })
+      expect(back.status).toBe(200)
+      const second = yield* model.awaitRequest(1, FakeModel.isConversation)
+      expect(String(Option.getOrThrow(second.messagesRequest).model)).not.toContain("haiku")
     }), 120_000)
 })

@@ -14,6 +14,7 @@ import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { EventTranslator, History, TurnBoundaries } from "@skein/canonical"
@@ -48,6 +49,8 @@ export interface LiveSession {
    * would work unseen). The registry then stops it.
    */
   readonly done: Effect.Effect<void>
+  /** The model a prompt last asked for (`null`: the CLI's default), so that one set is not sent again. */
+  readonly model: Ref.Ref<string | null | undefined>
 }
 
 type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
@@ -241,5 +244,6 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
 
   const shown = Effect.sync(() => History.withShown(shownBefore.messages(), shownNow.messages()))
   const done = Effect.raceFirst(Effect.asVoid(Effect.either(session.exit)), Deferred.await(pumpFailed))
-  return { session, ended, busy, inject, shown, done } satisfies LiveSession
+  const model = yield* Ref.make<string | null | undefined>(undefined)
+  return { session, ended, busy, inject, shown, done, model } satisfies LiveSession
 })
