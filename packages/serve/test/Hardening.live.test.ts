@@ -127,10 +127,11 @@ describe("the session registry's edges with the real CLI", () => {
 
   it.scopedLive("a served session has a silence timeout: a CLI that says nothing past it is stopped with a session.error", () =>
     Effect.gen(function*() {
-      // The model never answers within the test: the CLI waits on it, silent.
-      const model = yield* FakeModel.make({ replies: [FakeModel.withDelay(FakeModel.text("Too late."), "10 minutes")] })
+      // The second answer never comes within the test: the CLI waits on the model, silent.
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("Fine."), FakeModel.withDelay(FakeModel.text("Too late."), "10 minutes")] })
       const server = yield* Harness.start(model, { silenceTimeout: "3 seconds" })
       const created = yield* server.registry.create({ directory: server.dirs.cwd })
+      yield* server.registry.prompt(created.id, "first")
       const failed = yield* Effect.flip(server.registry.prompt(created.id, "hello")).pipe(Effect.timeout("60 seconds"))
       expect(failed._tag).toBe("SessionFailed")
       expect(failed.message).toContain("SessionSilent")

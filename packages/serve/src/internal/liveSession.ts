@@ -12,6 +12,7 @@ import type { EventLog } from "@skein/store"
 import { Permissions, Session, type SessionError } from "@skein/session"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
@@ -198,13 +199,13 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
   // A turn the CLI never finished: silent past the watchdog's bound (and killed), or exited.
   const turnQueue = yield* session.turns
   yield* Queue.take(turnQueue).pipe(
-    Effect.flatMap((turn) => Effect.flip(turn.result)),
-    Effect.flatMap((error) =>
-      error._tag === "SessionClosed" ? Effect.void : Queue.offer(inbox, {
+    Effect.flatMap((turn) => Effect.either(turn.result)),
+    Effect.flatMap((result) =>
+      Either.isRight(result) || result.left._tag === "SessionClosed" ? Effect.void : Queue.offer(inbox, {
         _tag: "Host",
         event: Canonical.event("session.error", {
           sessionID: translator.sessionID,
-          error: { name: "UnknownError", data: { message: turnFailure(error) } }
+          error: { name: "UnknownError", data: { message: turnFailure(result.left) } }
         })
       })
     ),
