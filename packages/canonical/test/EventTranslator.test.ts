@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Canonical } from "@skein/protocol"
+import { Canonical, CliMessage, Lenient } from "@skein/protocol"
 import { EventTranslator, History, Ids, Invariants } from "@skein/canonical"
 import { Chunk, Effect, Stream } from "effect"
 import * as fs from "node:fs"
@@ -68,7 +68,8 @@ describe("EventTranslator over the real-CLI captures", () => {
     expect(count(byName.get("permission") ?? [], "permission.asked")).toBe(1)
     expect(count(byName.get("permission") ?? [], "permission.replied")).toBe(1)
     const background = byName.get("background-task") ?? []
-    expect([count(background, "task.started"), count(background, "task.completed"), count(background, "session.idle")]).toEqual([1, 1, 1])
+    // The terminal task_updated, then the notification's refinement (summary, output file).
+    expect([count(background, "task.started"), count(background, "task.completed"), count(background, "session.idle")]).toEqual([1, 2, 1])
     const interrupt = byName.get("interrupt") ?? []
     expect(interrupt.some((e) => e.type === "session.error" && e.properties.error?.name === "MessageAbortedError")).toBe(true)
     expect(parts("compact").some((p) => p.type === "compaction" && !p.auto)).toBe(true)
@@ -273,5 +274,37 @@ describe("an interrupted reply", () => {
     expect(interrupted.length).toBeGreaterThan(0)
     expect(interrupted.at(-1)?.error?.name).toBe("MessageAbortedError")
     for (const info of infos("two-tools")) expect(info.error).toBeUndefined()
+  })
+})
+
+describe("task_updated (CLI 2.1.332)", () => {
+  it("a background task killed before it ends: the patch's killed status is its task.completed (stopped), refined by the notification", () => {
+    const capture = captures().find((c) => c.name === "background-task-killed")!
+    const tasks = translate(capture).filter((e) => e.type.startsWith("task."))
+    expect(tasks.map((e) => [e.type, "status" in e.properties ? e.properties.status : undefined])).toEqual([
+      ["task.started", undefined],
+      ["task.completed", "stopped"],
+      ["task.completed", "stopped"]
+    ])
+    const [, fromPatch, fromNotification] = tasks
+    expect(fromPatch!.properties).toMatchObject({ taskID: "bawtey4hu", toolUseID: "toolu_fake_0001_0", summary: "Wait a minute" })
+    expect(fromNotification!.properties).toMatchObject({ taskID: "bawtey4hu", outputFile: expect.stringContaining("bawtey4hu.output") })
+  })
+
+  it("a status on its way is a task.progress with what the task is; a patch without a status adds nothing", () => {
+    const sessionID = "5e55a1d0-0000-4000-8000-00000000b001"
+    const system = (subtype: string, fields: Record<string, unknown>) => ({ type: "system", subtype, uuid: crypto.randomUUID(), session_id: sessionID, ...fields })
+    const lines = [
+      system("task_started", { task_id: "t1", tool_use_id: "toolu_1", description: "Build it", task_type: "local_bash" }),
+      system("task_updated", { task_id: "t1", patch: { status: "running" } }),
+      system("task_updated", { task_id: "t1", patch: { is_backgrounded: true } }),
+      system("task_notification", { task_id: "t1", status: "failed", output_file: "/tmp/t1.output", summary: "exit 1" }),
+      system("task_updated", { task_id: "t1", patch: { status: "failed", end_time: 1 } })
+    ]
+    const events = Lenient.decodeAll(CliMessage.decoder, Buffer.from(lines.map((l) => JSON.stringify(l)).join("\n") + "\n"))
+    const out = EventTranslator.translateAll({ cliSessionId: sessionID }, events).filter((e) => e.type.startsWith("task."))
+    expect(out.map((e) => e.type)).toEqual(["task.started", "task.progress", "task.completed"])
+    expect(out[1]!.properties).toMatchObject({ taskID: "t1", description: "Build it", summary: "running" })
+    expect(out[2]!.properties).toMatchObject({ status: "failed", summary: "exit 1" })
   })
 })

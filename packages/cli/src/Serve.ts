@@ -10,10 +10,12 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { TranscriptLayout } from "@skein/store"
 import { Serve, Token } from "@skein/serve"
 import { ClaudeCli } from "@skein/testkit"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Duration, Effect, Layer, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import { createServer } from "node:http"
+import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Crypto from "node:crypto"
 import { fail, oneLine } from "./CliError.js"
 import * as Argv from "./internal/argv.js"
 import * as FakeModel from "./internal/fakeModel.js"
@@ -28,6 +30,14 @@ const serveOptions = {
     Options.withDescription("a folder sessions may run in (repeatable; default: the current one)"),
     Options.repeated
   ),
+  allowHosts: Options.text("allow-host").pipe(
+    Options.withDescription("a name clients may reach the server by besides the loopback ones (repeatable); other Host headers get 403"),
+    Options.repeated
+  ),
+  silenceTimeout: Options.integer("silence-timeout").pipe(
+    Options.withDescription("seconds a CLI may say nothing during a turn before its session is stopped (default 900)"),
+    Options.optional
+  ),
   fakeModel: Options.boolean("fake-model").pipe(
     Options.withDescription("run the CLIs offline against a local fake model, with a throwaway config folder")
   ),
@@ -41,6 +51,8 @@ interface ServeConfig {
   readonly port: number
   readonly hostname: string
   readonly roots: ReadonlyArray<string>
+  readonly allowHosts: ReadonlyArray<string>
+  readonly silenceTimeout: Option.Option<number>
   readonly fakeModel: boolean
   readonly otel: Option.Option<string>
 }
@@ -59,12 +71,53 @@ const tracing = (otel: Option.Option<string>): Layer.Layer<never> =>
       )
   })
 
+/** Where `--fake-model` keeps its throwaway folders, one per server, each named `<pid>-<random>`. */
+export const throwawayParent = (tmp: string = Os.tmpdir()) => Path.join(tmp, "skein-serve-fake-model")
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    // EPERM: a process of someone else's runs under that pid.
+    return e instanceof Error && "code" in e && e.code === "EPERM"
+  }
+}
+
+/**
+ * Removes the folders of servers that are gone: one killed (SIGKILL) could
+ * not remove its own, and the next start finds it here.
+ */
+export const sweepThrowaways = (parent: string) => {
+  const entries = Fs.existsSync(parent) ? Fs.readdirSync(parent) : []
+  for (const name of entries) {
+    const pid = Number(/^(\d+)-/.exec(name)?.[1])
+    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) Fs.rmSync(Path.join(parent, name), { recursive: true, force: true })
+  }
+}
+
+/** This server's throwaway folders (config, cwd, tmp), removed when it stops, and by the next start if it is killed. */
+const throwawayDirs = Effect.acquireRelease(
+  Effect.sync((): ClaudeCli.OfflineDirs => {
+    const parent = throwawayParent()
+    sweepThrowaways(parent)
+    const root = Path.join(parent, `${process.pid}-${Crypto.randomBytes(4).toString("hex")}`)
+    const make = (name: string) => {
+      const dir = Path.join(root, name)
+      Fs.mkdirSync(dir, { recursive: true })
+      return dir
+    }
+    return { root, configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
+  }),
+  (dirs) => Effect.sync(() => Fs.rmSync(dirs.root, { recursive: true, force: true }))
+)
+
 /** The config folder and session options: the person's own, or offline ones. */
 const target = (fakeModel: boolean) =>
   Effect.gen(function*() {
     if (!fakeModel) return { configDir: yield* Effect.orDie(TranscriptLayout.rootConfig), session: {}, cwd: process.cwd() }
     const model = yield* FakeModel.start.pipe(Effect.mapError((e) => fail(`the fake model could not start: ${e.message}`)))
-    const dirs = yield* ClaudeCli.offlineDirs("skein-serve-")
+    const dirs = yield* throwawayDirs
     const env = ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir })
     return { configDir: dirs.configDir, session: { env, bare: true }, cwd: dirs.cwd }
   })
@@ -81,14 +134,25 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
   )
   const roots = config.roots.length > 0 ? config.roots.map((r) => Path.resolve(r)) : [where.cwd]
   for (const root of roots) Fs.mkdirSync(root, { recursive: true })
-  const server = Serve.layer({ token: resolved.token, roots, configDir: where.configDir, stateDir, session: where.session }).pipe(
+  // The name it was told to listen on is one clients use; a wildcard names nothing.
+  const named = Token.isLoopback(config.hostname) || config.hostname === "0.0.0.0" || config.hostname === "::" ? [] : [config.hostname]
+  const server = Serve.layer({
+    token: resolved.token,
+    roots,
+    hosts: [...named, ...config.allowHosts],
+    silenceTimeout: Option.getOrUndefined(Option.map(config.silenceTimeout, (seconds) => Duration.seconds(seconds))),
+    configDir: where.configDir,
+    stateDir,
+    session: where.session
+  }).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.hostname }))
   )
   const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>
     Console.log(
       address._tag === "TcpAddress" ? `listening on http://${config.hostname}:${address.port}` : `listening on ${address.path}`
     ).pipe(Effect.zipRight(Console.log(
-      `token: ${resolved.token}${resolved.file === undefined ? " (from SKEIN_SERVER_TOKEN)" : ` (stored in ${resolved.file})`}`
+      // A token the person gave is theirs already: it is not printed.
+      resolved.file === undefined ? "token: from SKEIN_SERVER_TOKEN" : `token: ${Redacted.value(resolved.token)} (stored in ${resolved.file})`
     )))
   ))
   return yield* Layer.launch(Layer.provide(announce, server)).pipe(

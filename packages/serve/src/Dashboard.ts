@@ -14,10 +14,12 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { isTooLarge, loginBytes, tooLargeMessage } from "./internal/bodyLimit.js"
 import { authorizedRequest, error, sameSecret, tokenCookie } from "./internal/http.js"
 import { SessionRegistry } from "./SessionRegistry.js"
 
@@ -52,11 +54,11 @@ const securityHeaders = {
 
 const LoginBody = Schema.Struct({ token: Schema.String })
 
-const withCookie = (response: HttpServerResponse.HttpServerResponse, token: string) =>
-  HttpServerResponse.unsafeSetCookie(response, tokenCookie, token, { httpOnly: true, sameSite: "strict", path: "/" })
+const withCookie = (response: HttpServerResponse.HttpServerResponse, token: Redacted.Redacted<string>) =>
+  HttpServerResponse.unsafeSetCookie(response, tokenCookie, Redacted.value(token), { httpOnly: true, sameSite: "strict", path: "/" })
 
 /** The dashboard's routes; `Server` mounts them next to the opencode ones. */
-export const router = (options: { readonly token: string }) =>
+export const router = (options: { readonly token: Redacted.Redacted<string> }) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const registry = yield* SessionRegistry
@@ -81,8 +83,9 @@ export const router = (options: { readonly token: string }) =>
       })
 
     const login = Effect.gen(function*() {
-      const body = yield* HttpServerRequest.schemaBodyJson(LoginBody).pipe(Effect.option)
-      if (Option.isNone(body) || !sameSecret(body.value.token, options.token)) {
+      const body = yield* HttpServerRequest.schemaBodyJson(LoginBody).pipe(Effect.either)
+      if (Either.isLeft(body) && isTooLarge(body.left)) return error(413, "PayloadTooLarge", tooLargeMessage(loginBytes))
+      if (Either.isLeft(body) || !sameSecret(body.right.token, options.token)) {
         return error(401, "Unauthorized", "wrong token")
       }
       return withCookie(HttpServerResponse.empty({ status: 204 }), options.token)

@@ -7,6 +7,7 @@ import type { Session } from "@skein/session"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import * as Path from "node:path"
 import * as PermissionBroker from "./PermissionBroker.js"
 import * as Server from "./Server.js"
@@ -14,7 +15,8 @@ import * as ServerEvents from "./ServerEvents.js"
 import * as SessionRegistry from "./SessionRegistry.js"
 
 export interface Options {
-  readonly token: string
+  /** Kept `Redacted` inside the server; a string is wrapped. */
+  readonly token: string | Redacted.Redacted<string>
   /** Folders sessions may run in; the first is the default `directory`. */
   readonly roots: ReadonlyArray<string>
   /** The CLIs' `CLAUDE_CONFIG_DIR` (transcripts). */
@@ -22,12 +24,16 @@ export interface Options {
   /** The server's own state: the event log, the token. */
   readonly stateDir: string
   readonly origins?: ReadonlyArray<string> | undefined
+  /** Names the server answers to in `Host` besides the loopback ones (see `Server.Options.hosts`). */
+  readonly hosts?: ReadonlyArray<string> | undefined
   /** Options every CLI gets (env, executable, bare, …). */
   readonly session?: Partial<Session.SessionOptions> | undefined
   /** Deny a permission ask (or withdraw a question) no client answers after this long. Default 5 minutes. */
   readonly permissionTimeout?: Duration.DurationInput | undefined
   /** Stop a live session after this long with no turn running or queued (its transcript stays). Default 10 minutes. */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /** Stop a session whose CLI says nothing this long during a turn. Default 15 minutes (`SessionRegistry.defaultSilenceTimeout`). */
+  readonly silenceTimeout?: Duration.DurationInput | undefined
   readonly heartbeat?: Duration.DurationInput | undefined
   readonly maxLag?: number | undefined
   readonly legacy?: boolean | undefined
@@ -44,15 +50,18 @@ export const layer = (options: Options) =>
     )
     const registry = SessionRegistry.layer({
       configDir: options.configDir,
+      roots,
       session: options.session,
       legacy: options.legacy,
       idleTimeout: options.idleTimeout,
+      silenceTimeout: options.silenceTimeout,
       questionTimeout: options.permissionTimeout
     })
     return Server.layer({
-      token: options.token,
+      token: Redacted.isRedacted(options.token) ? options.token : Redacted.make(options.token),
       roots,
       origins: options.origins,
+      hosts: options.hosts,
       stateDir: options.stateDir,
       configDir: options.configDir,
       heartbeat: options.heartbeat,

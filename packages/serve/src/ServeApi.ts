@@ -49,6 +49,11 @@ export class UnknownError extends Schema.Class<UnknownError>("UnknownError")(
   HttpApiSchema.annotations({ status: 500, description: "The session could not be started or driven" })
 ) {}
 
+export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
+  { name: Schema.tag("PayloadTooLarge"), data: ErrorData },
+  HttpApiSchema.annotations({ status: 413, description: "The body is larger than the route takes" })
+) {}
+
 export const badRequest = (message: string) => new BadRequest({ data: { message } })
 export const notFound = (message: string) => new NotFoundError({ data: { message } })
 
@@ -263,6 +268,7 @@ export class ServeApi extends HttpApi.make("skein")
   .add(Permissions)
   .add(Questions)
   .middleware(DirectoryGuard)
+  .addError(PayloadTooLarge)
   .annotate(OpenApi.Title, "skein serve")
   .annotate(OpenApi.Description, "opencode's HTTP surface over Claude Code sessions. Every route needs the token (bearer, or basic auth with it as the password).")
 {}

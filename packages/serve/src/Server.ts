@@ -24,6 +24,8 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as Dashboard from "./Dashboard.js"
 import * as DirectoryHandler from "./internal/handlers/directory.js"
@@ -31,7 +33,8 @@ import * as DiscoveryHandlers from "./internal/handlers/discovery.js"
 import * as MessageHandlers from "./internal/handlers/messages.js"
 import * as PermissionHandlers from "./internal/handlers/permissions.js"
 import * as SessionHandlers from "./internal/handlers/sessions.js"
-import { authorizedRequest, directoryOf, error, sameOrigin, sseHeaders } from "./internal/http.js"
+import * as BodyLimit from "./internal/bodyLimit.js"
+import { allowedHost, authorizedRequest, directoryOf, error, sameOrigin, sseHeaders } from "./internal/http.js"
 import * as Sse from "./internal/sse.js"
 import { PermissionBroker } from "./PermissionBroker.js"
 import { ServeApi } from "./ServeApi.js"
@@ -39,11 +42,13 @@ import { ServerEvents } from "./ServerEvents.js"
 
 export interface Options {
   /** The bearer token (and basic-auth password) every request must carry. */
-  readonly token: string
+  readonly token: Redacted.Redacted<string>
   /** Folders sessions may run in (physical paths); the first is the default `directory`. */
   readonly roots: ReadonlyArray<string>
   /** Browser origins allowed to call (CORS); a request from any other `Origin` gets 403. */
   readonly origins?: ReadonlyArray<string> | undefined
+  /** Names the server answers to in `Host` besides the loopback ones (a request naming another gets 403). */
+  readonly hosts?: ReadonlyArray<string> | undefined
   /** Where `/path` says state and config live. */
   readonly stateDir: string
   readonly configDir: string
@@ -141,26 +146,35 @@ const corsHeaders = (origin: string) => ({
 })
 
 /**
- * Origin and token before any route (unknown routes included), CORS headers
- * on the way out. A global router middleware, so its headers reach the
- * response that is written.
+ * Host, Origin, body size and token before any route (unknown routes
+ * included), CORS headers on the way out. A global router middleware, so its
+ * headers reach the response that is written. The size is checked before the
+ * token: a body too large is refused before a byte of it is read.
  */
 export const guard = (options: Options) =>
   HttpLayerRouter.middleware((app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
+      if (!allowedHost(request.headers["host"], options.hosts ?? [])) {
+        return error(403, "ForbiddenHost", `host ${request.headers["host"] ?? "(none)"} is not one this server answers to`)
+      }
       const origin = request.headers["origin"]
       const allowed = origin === undefined || sameOrigin(origin, request.headers["host"]) || (options.origins ?? []).includes(origin)
       if (!allowed) return error(403, "ForbiddenOrigin", `origin ${origin} is not allowed`)
       const cors = origin === undefined ? {} : corsHeaders(origin)
       if (request.method === "OPTIONS") return HttpServerResponse.empty({ status: 204, headers: cors })
+      const limit = BodyLimit.limitOf(request)
+      if ((BodyLimit.declaredLength(request) ?? 0) > limit) {
+        // The connection closes: what the client still sends is not read.
+        return HttpServerResponse.setHeaders(error(413, "PayloadTooLarge", BodyLimit.tooLargeMessage(limit)), { ...cors, connection: "close" })
+      }
       if (!Dashboard.isPublic(request) && !authorizedRequest(request, options.token)) {
         return HttpServerResponse.unsafeJson(
           { name: "Unauthorized", data: { message: "a valid token is required (Authorization: Bearer <token>, or basic auth with it as the password)" } },
           { status: 401, headers: { ...cors, "www-authenticate": "Basic realm=\"skein\"" } }
         )
       }
-      const response = yield* app
+      const response = yield* HttpServerRequest.withMaxBodySize(app, Option.some(limit))
       return origin === undefined ? response : HttpServerResponse.setHeaders(response, cors)
     }), { global: true })
 

@@ -16,25 +16,25 @@ import { Canonical } from "@skein/protocol"
 import { Permissions, Session } from "@skein/session"
 import { Branch, ResumeLoader, SessionIndex, TranscriptLayout } from "@skein/store"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import { EventTranslator, History, Ids, Todos } from "@skein/canonical"
 import * as Forks from "./internal/forks.js"
-import { idleFor } from "./internal/idle.js"
 import { type Known, type KnownSessions, make as makeKnownSessions } from "./internal/knownSessions.js"
 import * as LiveSession from "./internal/liveSession.js"
+import * as LiveSessions from "./internal/liveSessions.js"
 import * as Questions from "./internal/questions.js"
 import { PermissionBroker } from "./PermissionBroker.js"
-import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed } from "./ServeError.js"
+import { insideRoots } from "./internal/http.js"
+import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed, SessionNotFound } from "./ServeError.js"
 import { ServerEvents } from "./ServerEvents.js"
 
 /** A session as opencode lists it. */
@@ -48,6 +48,8 @@ export interface SessionInfo extends Canonical.SessionInfo {
 export interface PromptOptions {
   /** The client's id for the prompt; echoed back for correlation. */
   readonly messageID?: string | undefined
+  /** The model for this turn on: a name the CLI takes for `--model`, `null` for its default; unset leaves it. */
+  readonly model?: string | null | undefined
 }
 
 type Content = string | ReadonlyArray<Anthropic.ContentBlock>
@@ -88,6 +90,12 @@ export class SessionRegistry extends Context.Tag("@skein/serve/SessionRegistry")
 export interface Options {
   /** The CLIs' config root (`CLAUDE_CONFIG_DIR`): transcripts are listed and resumed from here. */
   readonly configDir: string
+  /**
+   * Physical folders the served sessions must be in: a session elsewhere
+   * (another project's transcript under the same config root) is not
+   * listed, and its id is not found. Default: no confinement.
+   */
+  readonly roots?: ReadonlyArray<string> | undefined
   /** Options every CLI gets (env, executable, bare, …); `cwd`, resume and the session id are the registry's. */
   readonly session?: Partial<Session.SessionOptions> | undefined
   /** Dual-write the legacy flat events. Default true. */
@@ -100,7 +108,19 @@ export interface Options {
   readonly archiveDir?: string | undefined
   /** A question no client answers is withdrawn after this long. Default 5 minutes. */
   readonly questionTimeout?: Duration.DurationInput | undefined
+  /**
+   * A CLI that says nothing (not even keep_alive) for this long while a turn
+   * waits on it is stopped, and the turn fails with a `session.error`.
+   * Default `defaultSilenceTimeout`; `session.silenceTimeout` wins.
+   */
+  readonly silenceTimeout?: Duration.DurationInput | undefined
 }
+
+/**
+ * Longer than any one tool call the CLI lets run (a Bash command's own cap
+ * is 10 minutes), so a turn that works is never taken for a wedged one.
+ */
+export const defaultSilenceTimeout = Duration.minutes(15)
 
 const projectIdOf = (directory: string) => `prj_${Ids.hash(directory, 24)}`
 
@@ -171,16 +191,11 @@ const sessionOptions = (options: Options, k: Known, resume: boolean): Session.Se
     cwd: k.directory,
     configDir: base.configDir ?? options.configDir,
     includePartialMessages: base.includePartialMessages ?? true,
+    silenceTimeout: base.silenceTimeout ?? options.silenceTimeout ?? defaultSilenceTimeout,
     ...(resume
       ? { resume: k.cliSessionId }
       : { extraArgs: [...(base.extraArgs ?? []), "--session-id", k.cliSessionId] })
   }
-}
-
-/** A live session's slot: ready once the CLI runs; `prompts` counts what was sent to it, for the idle timer. */
-interface Slot {
-  readonly ready: Deferred.Deferred<LiveSession.LiveSession, SessionFailed>
-  readonly prompts: SubscriptionRef.SubscriptionRef<number>
 }
 
 /** What the registry's operations share. */
@@ -190,7 +205,7 @@ interface Core {
   readonly events: ServerEvents["Type"]
   readonly index: SessionIndex.SessionIndex["Type"]
   readonly catalog: KnownSessions
-  readonly slots: Map<string, Slot>
+  readonly sessions: LiveSessions.LiveSessions
   readonly transcriptOf: (k: Known) => string
   /** The live session, started (or resumed) when it is not running; counts as a prompt for the idle timer. */
   readonly live: (sessionID: string) => Effect.Effect<LiveSession.LiveSession, RegistryError>
@@ -200,8 +215,12 @@ interface Core {
 
 const failed = (sessionID: string, what: string) => (e: unknown) => new SessionFailed({ sessionID, reason: `${what}: ${String(e)}` })
 
+/** A log that refuses the write is the operation's failure, answered as such (not a defect). */
 const publishInfo = (core: Core, type: "session.created" | "session.updated" | "session.deleted", info: SessionInfo) =>
-  Effect.orDie(core.events.publish(info.directory, [Canonical.event(type, { info: canonicalInfo(info) })]))
+  core.events.publish(info.directory, [Canonical.event(type, { info: canonicalInfo(info) })]).pipe(
+    Effect.asVoid,
+    Effect.mapError((e) => new SessionFailed({ sessionID: info.id, reason: `the event log refused ${type}: ${e.message}` }))
+  )
 
 /** The history, or none before the CLI wrote its transcript. */
 const loadHistory = (core: Core, sessionID: string, k: Known) =>
@@ -217,13 +236,7 @@ const loadHistory = (core: Core, sessionID: string, k: Known) =>
 
 /** What a running session has shown live, if it runs; none while it starts. */
 const shownLive = (core: Core, sessionID: string) =>
-  Effect.gen(function*() {
-    const slot = core.slots.get(sessionID)
-    if (slot === undefined) return []
-    const ready = yield* Deferred.poll(slot.ready)
-    if (Option.isNone(ready)) return []
-    return yield* ready.value.pipe(Effect.flatMap((live) => live.shown), Effect.orElseSucceed(() => []))
-  })
+  Effect.flatMap(core.sessions.peek(sessionID), Option.match({ onNone: () => Effect.succeed([]), onSome: (live) => live.shown }))
 
 /** The transcript's messages, with what a running session has shown and not yet written (see `History.withShown`). */
 const messagesOf = (core: Core, sessionID: string) =>
@@ -248,12 +261,10 @@ const mark = (core: Core, sessionID: string, k: Known) =>
 
 /** A running session's translator takes the new title; a stopped one reads it from the catalog when it starts. */
 const retitleLive = (core: Core, sessionID: string, title: string) =>
-  Effect.gen(function*() {
-    const slot = core.slots.get(sessionID)
-    if (slot === undefined) return
-    const ready = yield* Deferred.poll(slot.ready)
-    if (Option.isSome(ready)) yield* ready.value.pipe(Effect.flatMap((live) => live.inject({ _tag: "Retitled", title })), Effect.ignore)
-  })
+  Effect.flatMap(
+    core.sessions.peek(sessionID),
+    Option.match({ onNone: () => Effect.void, onSome: (live) => live.inject({ _tag: "Retitled", title }) })
+  )
 
 const update = (core: Core) =>
   Effect.fn("SessionRegistry.update")(function*(sessionID: string, patch: { readonly title?: string | undefined }) {
@@ -323,9 +334,15 @@ export const titleFrom = (content: Content): string | undefined => {
 }
 
 /** Queues the content as a turn of the live session (starting it); the turns ended before it. */
-const send = (core: Core, sessionID: string, content: Content) =>
+const send = (core: Core, sessionID: string, content: Content, options?: PromptOptions) =>
   Effect.gen(function*() {
     const session = yield* core.live(sessionID)
+    const model = options?.model
+    if (model !== undefined && (yield* Ref.get(session.model)) !== model) {
+      // Queued turns run in order, and the CLI reads stdin in order: the switch applies from this prompt on.
+      yield* session.session.setModel(model).pipe(Effect.mapError(failed(sessionID, "switching the model")))
+      yield* Ref.set(session.model, model)
+    }
     const k = yield* core.catalog.lookup(sessionID)
     // Without a model call for it, as opencode makes one: the prompt's first line.
     const title = unnamed.test(k.title) ? titleFrom(content) : undefined
@@ -340,8 +357,8 @@ const send = (core: Core, sessionID: string, content: Content) =>
   })
 
 const prompt = (core: Core) =>
-  Effect.fn("SessionRegistry.prompt")(function*(sessionID: string, content: Content) {
-    const { before, session, turn } = yield* send(core, sessionID, content)
+  Effect.fn("SessionRegistry.prompt")(function*(sessionID: string, content: Content, options?: PromptOptions) {
+    const { before, session, turn } = yield* send(core, sessionID, content, options)
     yield* turn.result.pipe(Effect.mapError(failed(sessionID, "the turn")))
     const last = Option.flatMap(yield* untilEnded(session, before, core.settle), lastAssistant)
     if (Option.isNone(last)) {
@@ -353,25 +370,29 @@ const prompt = (core: Core) =>
 const abort = (core: Core) =>
   Effect.fn("SessionRegistry.abort")(function*(sessionID: string) {
     yield* core.catalog.lookup(sessionID)
-    const slot = core.slots.get(sessionID)
-    if (slot === undefined) return true
-    const session = yield* Deferred.await(slot.ready).pipe(Effect.option)
+    const session = yield* core.sessions.settled(sessionID)
     if (Option.isSome(session)) yield* Effect.ignore(session.value.session.interrupt)
     return true
   })
 
 /** Busy sessions only, as opencode lists them. */
-const status = (slots: ReadonlyMap<string, Slot>) =>
+const status = (sessions: LiveSessions.LiveSessions) =>
   Effect.gen(function*() {
     const out: Record<string, Canonical.SessionStatus> = {}
-    for (const [id, slot] of slots) {
-      const session = yield* Deferred.poll(slot.ready)
-      if (Option.isNone(session)) continue
-      const done = yield* Effect.option(session.value)
-      if (Option.isSome(done) && (yield* SubscriptionRef.get(done.value.busy))) out[id] = { type: "busy" }
+    for (const [id, live] of yield* sessions.running) {
+      if (yield* SubscriptionRef.get(live.busy)) out[id] = { type: "busy" }
     }
     return out
   })
+
+/** The catalog seen through the roots: sessions outside them are neither listed nor found. */
+const confined = (catalog: KnownSessions, roots: ReadonlyArray<string> | undefined): KnownSessions =>
+  roots === undefined ? catalog : {
+    ...catalog,
+    lookup: (sessionID) =>
+      Effect.filterOrFail(catalog.lookup(sessionID), (k) => insideRoots(roots, k.directory), () => new SessionNotFound({ sessionID })),
+    list: (directory) => Effect.map(catalog.list(directory), (all) => all.filter(([, k]) => insideRoots(roots, k.directory)))
+  }
 
 export const make = Effect.fn("SessionRegistry.make")(function*(options: Options) {
   const fs = yield* FileSystem.FileSystem
@@ -379,35 +400,18 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
   const events = yield* ServerEvents
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
-  const fibers = yield* FiberMap.make<string>()
-  const watchers = yield* FiberMap.make<string>()
-  const catalog = makeKnownSessions(index, options.configDir)
+  const catalog = confined(makeKnownSessions(index, options.configDir), options.roots)
   const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
-  const slots = new Map<string, Slot>()
-  const lock = yield* Effect.makeSemaphore(1)
   const settle = options.settle ?? Duration.seconds(10)
-  const idleTimeout = Duration.decode(options.idleTimeout ?? Duration.minutes(10))
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)
 
-  /** Stops the session once it has been idle for the timeout, unless a prompt reached it meanwhile. */
-  const watchIdle = (sessionID: string, slot: Slot, session: LiveSession.LiveSession) =>
-    idleFor({ busy: session.busy, ended: Stream.map(session.ended.changes, (e) => e.count), prompts: slot.prompts }, idleTimeout).pipe(
-      Effect.flatMap((seen) =>
-        lock.withPermits(1)(Effect.gen(function*() {
-          if (slots.get(sessionID) !== slot) return true
-          if ((yield* SubscriptionRef.get(slot.prompts)) !== seen) return false
-          yield* FiberMap.remove(fibers, sessionID)
-          return true
-        }))
-      ),
-      Effect.repeat({ until: (stopped) => stopped })
-    )
-
-  const start = (sessionID: string, k: Known, slot: Slot) =>
+  /** Starts (or resumes) the session's CLI in the current scope, which owns it. */
+  const start = (sessionID: string) =>
     Effect.gen(function*() {
+      const k = yield* catalog.lookup(sessionID)
       const resume = yield* Effect.orElseSucceed(fs.exists(transcriptOf(k)), () => false)
       const initial = yield* initialState(transcriptOf(k), k, resume, options.legacy ?? true)
-      const run = LiveSession.start({
+      const session = yield* LiveSession.start({
         directory: k.directory,
         cliSessionId: k.cliSessionId,
         initial,
@@ -415,32 +419,23 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
         broker,
         questions,
         session: sessionOptions(options, k, resume)
-      }).pipe(
-        Effect.tap((session) => Deferred.succeed(slot.ready, session)),
-        // A rename while the CLI started found no live session to tell.
-        Effect.tap((session) => session.inject({ _tag: "Retitled", title: k.title })),
-        Effect.tap((session) => Effect.when(FiberMap.run(watchers, sessionID, watchIdle(sessionID, slot, session)), () => Duration.isFinite(idleTimeout))),
-        Effect.flatMap((session) => session.session.exit),
-        Effect.catchAll((error) => Deferred.fail(slot.ready, new SessionFailed({ sessionID, reason: String(error) }))),
-        Effect.ensuring(Effect.sync(() => slots.get(sessionID) === slot && slots.delete(sessionID))),
-        Effect.scoped,
-        Effect.provideService(ProcessHost.ProcessHost, host),
-        Effect.provideService(FileSystem.FileSystem, fs)
-      )
-      yield* FiberMap.run(fibers, sessionID, run)
-    }).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+      })
+      // A rename while the CLI started found no live session to tell.
+      yield* session.inject({ _tag: "Retitled", title: k.title })
+      return session
+    }).pipe(
+      Effect.mapError((error) => new SessionFailed({ sessionID, reason: error.message })),
+      Effect.provideService(ProcessHost.ProcessHost, host),
+      Effect.provideService(FileSystem.FileSystem, fs)
+    )
 
-  const live = (sessionID: string) =>
-    lock.withPermits(1)(Effect.gen(function*() {
-      const running = slots.get(sessionID)
-      const slot = running ?? { ready: yield* Deferred.make<LiveSession.LiveSession, SessionFailed>(), prompts: yield* SubscriptionRef.make(0) }
-      yield* SubscriptionRef.update(slot.prompts, (n) => n + 1)
-      if (running === undefined) {
-        slots.set(sessionID, slot)
-        yield* start(sessionID, yield* catalog.lookup(sessionID), slot)
-      }
-      return slot.ready
-    })).pipe(Effect.flatMap(Deferred.await))
+  const sessions = yield* LiveSessions.make({
+    start,
+    idleTimeout: Duration.decode(options.idleTimeout ?? Duration.minutes(10))
+  })
+
+  /** An unknown id is refused before anything starts. */
+  const live = (sessionID: string) => Effect.zipRight(catalog.lookup(sessionID), sessions.acquire(sessionID))
 
   const core: Core = {
     options,
@@ -448,10 +443,10 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     events,
     index,
     catalog,
-    slots,
+    sessions,
     transcriptOf,
     live,
-    stopLive: (sessionID) => lock.withPermits(1)(FiberMap.remove(fibers, sessionID)),
+    stopLive: sessions.stop,
     settle
   }
 
@@ -487,14 +482,12 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     promptAsync: (sessionID, content, promptOptions) =>
       // Queued in the session's turn order; its end reaches clients as events.
       Effect.as(
-        send(core, sessionID, content),
+        send(core, sessionID, content, promptOptions),
         promptOptions?.messageID ?? Ids.make("msg", Ids.sortKey(Date.now(), Ids.PROMPT_ORDINAL), crypto.randomUUID())
       ),
     abort: abort(core),
-    status: status(slots),
-    running: Effect.suspend(() => Effect.filter([...slots.entries()], ([, slot]) => Effect.map(Deferred.poll(slot.ready), Option.isSome))).pipe(
-      Effect.map((all) => all.map(([id]) => id))
-    ),
+    status: status(sessions),
+    running: Effect.map(sessions.running, (all) => all.map(([id]) => id)),
     stop: core.stopLive,
     questions: (directory) => Effect.map(questions.pending(directory), (all) => all.map((p) => p.request)),
     answer: questions.answer

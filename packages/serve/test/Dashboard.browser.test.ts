@@ -285,6 +285,42 @@ describe.skipIf(!haveChromium)("the dashboard in Chromium, against skein serve w
       expect(errors).toEqual([])
     }))
 
+  it.scopedLive("the task list shows a background task running, then completed with its summary (CLI 2.1.332's task_updated)", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.toolUse("Bash", { command: "sleep 3; echo background done", description: "Wait, then print", run_in_background: true }),
+          FakeModel.text("It runs in the background.")
+        ],
+        fallback: FakeModel.text("The background command finished.")
+      })
+      // Background tasks exist only without --bare.
+      const server = yield* Harness.start(model, { bare: false })
+      const session = yield* createSession(server, "tasks")
+      const browser = yield* launch
+      const { errors, page } = yield* open(browser)
+      const seen = yield* Effect.promise(async () => {
+        await page.goto(`${server.url}/?token=${Harness.token}#/session/${session.id}`)
+        await page.locator("#session-title", { hasText: "tasks" }).waitFor()
+        await sendPrompt(page, "Run it in the background")
+        const row = page.locator("#task-list li", { hasText: "Wait, then print" })
+        // The CLI may ask before it runs the command: allowed from the page.
+        const allow = page.locator(".ask").getByRole("button", { name: "Allow once" })
+        await Promise.race([allow.waitFor(), row.waitFor()])
+        if (await allow.count() > 0) await allow.click()
+        await row.locator(".badge-running").waitFor()
+        const running = await row.textContent()
+        await row.locator(".badge-completed").waitFor({ timeout: 60_000 })
+        await page.screenshot({ path: Path.join(shots, "tasks-1280.png"), fullPage: true })
+        return { running, completed: await row.textContent(), rows: await page.locator("#task-list li").count() }
+      })
+      expect(seen.running).toContain("running")
+      expect(seen.completed).toContain("completed")
+      expect(seen.completed).toContain("completed (exit code 0)")
+      expect(seen.rows).toBe(1)
+      expect(errors).toEqual([])
+    }), 180_000)
+
   it.scopedLive("Abort stops a streaming turn, and the reply it cut short is marked interrupted", () =>
     Effect.gen(function*() {
       const reply = "one two three four five six seven eight nine ten ".repeat(20)

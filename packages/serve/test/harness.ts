@@ -38,6 +38,9 @@ export interface StartOptions {
   readonly port?: number | undefined
   /** Closing also drops open connections (SSE streams), as a killed server does: Node's close waits for them. */
   readonly dropConnections?: boolean | undefined
+  readonly silenceTimeout?: Duration.DurationInput | undefined
+  /** Names the server answers to in `Host` besides the loopback ones. */
+  readonly hosts?: ReadonlyArray<string> | undefined
 }
 
 /** A Node server whose close, with `drop`, ends the connections still open (an EventSource would hold it forever). */
@@ -66,6 +69,8 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
       idleTimeout: options.idleTimeout,
       maxLag: options.maxLag,
       heartbeat: options.heartbeat,
+      hosts: options.hosts,
+      silenceTimeout: options.silenceTimeout,
       session: {
         env: ClaudeCli.isolatedEnv({ baseUrl: model?.url ?? "http://127.0.0.1:9", configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
         bare: options.bare ?? true,

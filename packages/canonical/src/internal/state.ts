@@ -101,6 +101,15 @@ export interface PendingRetry {
   readonly created: number
 }
 
+/** A background task as the CLI has told of it: `task_updated` patches carry only what changed. */
+export interface TaskSeen {
+  readonly description: string
+  readonly toolUseID: string | undefined
+  readonly usage: Canonical.TaskUsage
+  /** Its `task.completed` was given (by a terminal patch or the notification): it is given once. */
+  readonly completed: boolean
+}
+
 export interface State {
   readonly options: Options
   readonly sessionID: string
@@ -138,6 +147,7 @@ export interface State {
   readonly queuedPrompts: ReadonlyArray<Prompt>
   /** A prompt showed and its turn has not ended: the CLI reads no other before its idle. */
   readonly promptAwaitsIdle: boolean
+  readonly tasks: ReadonlyMap<string, TaskSeen>
 }
 
 export const initial = (options: Options): State => ({
@@ -163,7 +173,8 @@ export const initial = (options: Options): State => ({
   requestOrdinal: 0,
   promptOrdinal: 0,
   queuedPrompts: [],
-  promptAwaitsIdle: false
+  promptAwaitsIdle: false,
+  tasks: new Map()
 })
 
 /** The host renamed the session; the title lives with the rest of what the host told. */

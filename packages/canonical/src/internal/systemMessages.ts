@@ -7,11 +7,55 @@
 import type { CliMessage } from "@skein/protocol"
 import { Canonical } from "@skein/protocol"
 import { finishAssistant, flushCompaction } from "./messages.js"
-import type { Events, State } from "./state.js"
+import type { Events, State, TaskSeen } from "./state.js"
 import { field, numberField, stringField } from "./state.js"
 
 const taskStatus = (status: string): Canonical.TaskStatus =>
   status === "completed" ? "completed" : status === "killed" || status === "stopped" ? "stopped" : "failed"
+
+/** The statuses a task does not leave (2.1.332's `task_updated` says `completed`, `failed` or `killed`). */
+const terminal = new Set(["completed", "failed", "killed", "stopped"])
+
+const noUsage: Canonical.TaskUsage = { total_tokens: 0, tool_uses: 0, duration_ms: 0 }
+
+const seen = (state: State, taskID: string): TaskSeen =>
+  state.tasks.get(taskID) ?? { description: "", toolUseID: undefined, usage: noUsage, completed: false }
+
+const withTask = (state: State, taskID: string, task: TaskSeen): State => ({ ...state, tasks: new Map(state.tasks).set(taskID, task) })
+
+/**
+ * `task_updated`: a patch of what changed. A status on its way is a
+ * `task.progress`; a terminal one is the task's `task.completed`, unless its
+ * `task_notification` already gave one. On 2.1.332 the patch comes first (a
+ * killed task: `killed`, then a notification `stopped`); the notification's
+ * own `task.completed` then follows and refines it with the summary and the
+ * output file (clients key tasks by `taskID`).
+ */
+const onTaskUpdated = (state: State, events: Events, message: CliMessage.TaskUpdated): State => {
+  const before = seen(state, message.task_id)
+  const task = { ...before, description: message.patch.description ?? before.description }
+  const status = message.patch.status
+  if (status === undefined || task.completed) return withTask(state, message.task_id, task)
+  if (!terminal.has(status)) {
+    events.push(Canonical.event("task.progress", {
+      sessionID: state.sessionID,
+      taskID: message.task_id,
+      description: task.description,
+      usage: task.usage,
+      summary: status
+    }))
+    return withTask(state, message.task_id, task)
+  }
+  events.push(Canonical.event("task.completed", {
+    sessionID: state.sessionID,
+    taskID: message.task_id,
+    ...(task.toolUseID !== undefined ? { toolUseID: task.toolUseID } : {}),
+    status: taskStatus(status),
+    summary: message.patch.error ?? task.description,
+    outputFile: ""
+  }))
+  return withTask(state, message.task_id, { ...task, completed: true })
+}
 
 export const sessionInfo = (state: State): Canonical.SessionInfo => {
   const host = state.options.host
@@ -125,7 +169,7 @@ export const onSystem = (state: State, events: Events, message: CliMessage.Syste
         ...(message.task_type !== undefined ? { taskType: message.task_type } : {}),
         ...(message.prompt !== undefined ? { prompt: message.prompt } : {})
       }))
-      return state
+      return withTask(state, message.task_id, { ...seen(state, message.task_id), description: message.description, toolUseID: message.tool_use_id })
     case "task_progress":
       events.push(Canonical.event("task.progress", {
         sessionID,
@@ -135,7 +179,9 @@ export const onSystem = (state: State, events: Events, message: CliMessage.Syste
         ...(message.last_tool_name !== undefined ? { lastToolName: message.last_tool_name } : {}),
         ...(message.summary !== undefined ? { summary: message.summary } : {})
       }))
-      return state
+      return withTask(state, message.task_id, { ...seen(state, message.task_id), description: message.description, usage: message.usage })
+    case "task_updated":
+      return onTaskUpdated(state, events, message)
     case "task_notification":
       events.push(Canonical.event("task.completed", {
         sessionID,
@@ -146,7 +192,7 @@ export const onSystem = (state: State, events: Events, message: CliMessage.Syste
         outputFile: message.output_file,
         ...(message.usage !== undefined ? { usage: message.usage } : {})
       }))
-      return state
+      return withTask(state, message.task_id, { ...seen(state, message.task_id), completed: true })
     case "hook_started":
     case "hook_progress":
     case "hook_response":

@@ -6,6 +6,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import { DirectoryRejected } from "../ServeError.js"
@@ -13,14 +14,14 @@ import { DirectoryRejected } from "../ServeError.js"
 export const error = (status: number, name: string, message: string) =>
   HttpServerResponse.unsafeJson({ name, data: { message } }, { status })
 
-export const sameSecret = (a: string, b: string) => {
+export const sameSecret = (a: string, b: Redacted.Redacted<string>) => {
   const x = Buffer.from(a)
-  const y = Buffer.from(b)
+  const y = Buffer.from(Redacted.value(b))
   return x.length === y.length && Crypto.timingSafeEqual(x, y)
 }
 
 /** `Bearer <token>`, or basic auth with the token as the password (opencode's clients send that). */
-export const authorized = (header: string | undefined, token: string): boolean => {
+export const authorized = (header: string | undefined, token: Redacted.Redacted<string>): boolean => {
   if (header === undefined) return false
   const [scheme, value] = header.split(" ", 2)
   if (value === undefined) return false
@@ -37,9 +38,30 @@ export const authorized = (header: string | undefined, token: string): boolean =
 export const tokenCookie = "skein_token"
 
 /** The Authorization header (bearer or basic), or the dashboard's cookie. */
-export const authorizedRequest = (request: HttpServerRequest.HttpServerRequest, token: string): boolean => {
+export const authorizedRequest = (request: HttpServerRequest.HttpServerRequest, token: Redacted.Redacted<string>): boolean => {
   const cookie = request.cookies[tokenCookie]
   return authorized(request.headers["authorization"], token) || (cookie !== undefined && sameSecret(cookie, token))
+}
+
+/** The name in a `Host` header, without its port (`[::1]:4096` is `::1`), lower case. */
+export const hostName = (host: string): string => {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(host)
+  if (bracketed !== null) return bracketed[1]!.toLowerCase()
+  const colon = host.lastIndexOf(":")
+  return (colon >= 0 && host.indexOf(":") === colon ? host.slice(0, colon) : host).toLowerCase()
+}
+
+const loopbackNames = new Set(["127.0.0.1", "localhost", "::1"])
+
+/**
+ * A `Host` the server answers to: a loopback name, or one configured. A
+ * DNS-rebinding page reaches the server under its own name, so its `Origin`
+ * matches its `Host`; refusing foreign names in `Host` closes that door.
+ */
+export const allowedHost = (host: string | undefined, hosts: ReadonlyArray<string>): boolean => {
+  if (host === undefined) return false
+  const name = hostName(host)
+  return loopbackNames.has(name) || hosts.some((h) => h.toLowerCase() === name)
 }
 
 /** An `Origin` that is the server's own (by `Host`): the dashboard's page calling back. */
@@ -68,10 +90,13 @@ export const directoryOf = (
     const real = yield* fs.realPath(raw).pipe(
       Effect.mapError(() => new DirectoryRejected({ directory: raw, reason: "no such directory" }))
     )
-    const inside = roots.some((root) => real === root || real.startsWith(root.endsWith(Path.sep) ? root : root + Path.sep))
-    if (!inside) return yield* new DirectoryRejected({ directory: raw, reason: "outside the server's roots" })
+    if (!insideRoots(roots, real)) return yield* new DirectoryRejected({ directory: raw, reason: "outside the server's roots" })
     return real
   })
+
+/** A physical path in one of the roots (the root itself included). */
+export const insideRoots = (roots: ReadonlyArray<string>, path: string): boolean =>
+  roots.some((root) => path === root || path.startsWith(root.endsWith(Path.sep) ? root : root + Path.sep))
 
 const safeDecode = (text: string) => {
   try {

@@ -7,11 +7,15 @@
  * every event gets its place in one order. Turn boundaries come from the
  * turn rules run over the same messages, as in `EventTranslator.withTurns`.
  */
-import type { Canonical } from "@skein/protocol"
-import { Permissions, Session } from "@skein/session"
+import { Canonical } from "@skein/protocol"
+import type { EventLog } from "@skein/store"
+import { Permissions, Session, type SessionError } from "@skein/session"
 import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { EventTranslator, History, TurnBoundaries } from "@skein/canonical"
@@ -40,6 +44,14 @@ export interface LiveSession {
    * holds with what the server lists.
    */
   readonly shown: Effect.Effect<ReadonlyArray<History.WithParts>>
+  /**
+   * Ends when the session can serve no more: its CLI exited, or its events
+   * could not be written to the log (the pump stopped, so a CLI left running
+   * would work unseen). The registry then stops it.
+   */
+  readonly done: Effect.Effect<void>
+  /** The model a prompt last asked for (`null`: the CLI's default), so that one set is not sent again. */
+  readonly model: Ref.Ref<string | null | undefined>
 }
 
 type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
@@ -47,6 +59,8 @@ type CliInput = Extract<EventTranslator.Input, { readonly _tag: "Cli" }>
 type Item =
   | { readonly _tag: "Event"; readonly event: CliInput }
   | { readonly _tag: "Input"; readonly input: EventTranslator.Input }
+  /** An event of the host's own (a turn the CLI could not finish), in its place among the others. */
+  | { readonly _tag: "Host"; readonly event: Canonical.CanonicalEvent }
 
 export interface Options {
   readonly directory: string
@@ -73,6 +87,11 @@ const withBoundaries = (
   }
   return [next, [...before, cli, ...after]]
 }
+
+const turnFailure = (error: SessionError.SessionSilent | SessionError.CliExited) =>
+  error._tag === "SessionSilent"
+    ? `the Claude Code CLI said nothing for ${Math.round(error.silentMillis / 1000)} s during a turn; it was stopped`
+    : error.message
 
 const requestIdOf = (state: EventTranslator.State, id: string): string | undefined => {
   for (const [requestId, request] of state.requests) if (request.id === id) return requestId
@@ -120,6 +139,10 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       const out: Array<Canonical.CanonicalEvent> = []
       for (const item of items) {
         let inputs: ReadonlyArray<EventTranslator.Input>
+        if (item._tag === "Host") {
+          out.push(item.event)
+          continue
+        }
         if (item._tag === "Event") [turns, inputs] = withBoundaries(turns, item.event)
         else inputs = [item.input]
         for (const input of inputs) {
@@ -132,7 +155,7 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           }
         }
       }
-      yield* Effect.orDie(options.events.publish(options.directory, out))
+      yield* options.events.publish(options.directory, out)
       for (const event of out) {
         const following = follow(event)
         if (following !== undefined) yield* following
@@ -173,7 +196,29 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
     }
   }
 
-  yield* Queue.takeBetween(inbox, 1, 1024).pipe(Effect.flatMap(pumpBatch), Effect.forever, Effect.forkScoped)
+  // A turn the CLI never finished: silent past the watchdog's bound (and killed), or exited.
+  const turnQueue = yield* session.turns
+  yield* Queue.take(turnQueue).pipe(
+    Effect.flatMap((turn) => Effect.either(turn.result)),
+    Effect.flatMap((result) =>
+      Either.isRight(result) || result.left._tag === "SessionClosed" ? Effect.void : Queue.offer(inbox, {
+        _tag: "Host",
+        event: Canonical.event("session.error", {
+          sessionID: translator.sessionID,
+          error: { name: "UnknownError", data: { message: turnFailure(result.left) } }
+        })
+      })
+    ),
+    Effect.forever,
+    Effect.forkScoped
+  )
+  const pumpFailed = yield* Deferred.make<void>()
+  yield* Queue.takeBetween(inbox, 1, 1024).pipe(
+    Effect.flatMap(pumpBatch),
+    Effect.forever,
+    Effect.catchAll((error) => logFailed(error).pipe(Effect.zipRight(Deferred.succeed(pumpFailed, undefined)))),
+    Effect.forkScoped
+  )
   // When the scope closes, whatever is open is closed as an interrupted turn closes it.
   yield* Effect.addFinalizer(() =>
     Effect.suspend(() => {
@@ -181,6 +226,25 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
       return Effect.ignore(options.events.publish(options.directory, events))
     })
   )
+  /**
+   * A write the log refused (a full disk): clients are told with a
+   * `session.error` and an idle status, if the log takes those, and the
+   * session stops. Its finalizer closes what is open.
+   */
+  const logFailed = (error: EventLog.EventLogError) =>
+    Effect.gen(function*() {
+      yield* Effect.logError("LiveSession: the event log refused a write; stopping the session", error)
+      const sessionID = translator.sessionID
+      yield* Effect.ignore(options.events.publish(options.directory, [
+        Canonical.event("session.error", {
+          sessionID,
+          error: { name: "UnknownError", data: { message: `the server's event log refused a write (${error.message}); the session was stopped` } }
+        })
+      ]))
+    })
+
   const shown = Effect.sync(() => History.withShown(shownBefore.messages(), shownNow.messages()))
-  return { session, ended, busy, inject, shown } satisfies LiveSession
+  const done = Effect.raceFirst(Effect.asVoid(Effect.either(session.exit)), Deferred.await(pumpFailed))
+  const model = yield* Ref.make<string | null | undefined>(undefined)
+  return { session, ended, busy, inject, shown, done, model } satisfies LiveSession
 })

@@ -280,6 +280,29 @@ const scenarios: Record<string, Effect.Effect<Buffer, never, Scope.Scope>> = {
     return yield* s.finish("background-task")
   }).pipe(Effect.orDie),
 
+  // (d') a background Bash task the host stops (`stop_task`) before it ends.
+  "background-task-killed": Effect.gen(function*() {
+    const s = yield* session({
+      replies: [
+        FakeModel.toolUse("Bash", { command: "sleep 60; echo never printed", description: "Wait a minute", run_in_background: true }),
+        FakeModel.text("The command is running in the background.")
+      ],
+      fallback: FakeModel.text("The background command was stopped."),
+      args: ["--allowedTools", "Bash"]
+    })
+    yield* s.run.send(ClaudeCli.userMessage("Run a very slow command in the background."))
+    const started = yield* s.waitFor("task_started", isType("system", "task_started"))
+    yield* s.waitFor("first result", isType("result"))
+    yield* s.settle
+    yield* s.run.send({ type: "control_request", request_id: "req_stop_1", request: { subtype: "stop_task", task_id: started.task_id } })
+    yield* s.waitFor("stop_task response", isControlResponse("req_stop_1"))
+    yield* s.maybe("task_updated", isType("system", "task_updated"), 15)
+    yield* s.maybe("task notification", isType("system", "task_notification"), 10)
+    yield* s.maybe("a follow-up result", isType("result"), 10)
+    yield* s.maybe("idle", isIdle, 10)
+    return yield* s.finish("background-task-killed")
+  }).pipe(Effect.orDie),
+
   // (e) two turns, then /compact; FakeModel answers the summarization request.
   "compact": compactScenario("compact", false),
 

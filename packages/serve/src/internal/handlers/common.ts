@@ -9,6 +9,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Api from "../../ServeApi.js"
 import type { ServeError } from "../../ServeError.js"
+import { isTooLarge, limitOf, tooLargeMessage } from "../bodyLimit.js"
 
 export type WireError = Api.BadRequest | Api.NotFoundError | Api.DirectoryRejected | Api.UnknownError
 
@@ -37,7 +38,10 @@ export const orWire = <A, R>(effect: Effect.Effect<A, ServeError, R>): Effect.Ef
  */
 export const decodeBody = <A, I>(schema: Schema.Schema<A, I>, empty?: I) => (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
-    const text = yield* Effect.mapError(request.text, () => Api.badRequest("the body could not be read"))
+    const text = yield* Effect.mapError(request.text, (e): Api.BadRequest | Api.PayloadTooLarge =>
+      isTooLarge(e)
+        ? new Api.PayloadTooLarge({ data: { message: tooLargeMessage(limitOf(request)) } })
+        : Api.badRequest("the body could not be read"))
     const json = text.trim() === "" && empty !== undefined
       ? empty
       : yield* Effect.try({ try: (): unknown => JSON.parse(text), catch: () => Api.badRequest("the body is not JSON") })
