@@ -181,4 +181,30 @@ describe("EventLog", () => {
       expect(yield* segmentFiles(fs, dir)).toEqual(before.slice(-1))
       expect((yield* log.append(msg(30))).seq).toBe(31)
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a Last-Event-ID beyond the end of the log, or from a wiped log, is answered with a resync, not clamped", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = Path.join(yield* tempDir, "events")
+      const old = yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* EventLog.open({ dir, schema: Message })
+        yield* log.appendAll(range(0, 5).map(msg))
+        expect(yield* EventLog.resume(log, EventLog.cursor(log.epoch, 3))).toEqual({ _tag: "After", seq: 3 })
+        return log.epoch
+      }))
+      // Reopened, the log keeps its epoch: old cursors still resume.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* EventLog.open({ dir, schema: Message })
+        expect(log.epoch).toBe(old)
+      }))
+      // Wiped (as `serve --fake-model` started on a fresh state dir): ids start at 1 again under a new epoch.
+      yield* fs.remove(dir, { recursive: true })
+      const log = yield* EventLog.open({ dir, schema: Message })
+      yield* log.appendAll(range(0, 2).map(msg))
+      expect(log.epoch).not.toBe(old)
+      expect(yield* EventLog.resume(log, EventLog.cursor(old, 1))).toEqual({ _tag: "Resync", reason: "other epoch" })
+      expect(yield* EventLog.resume(log, "4")).toEqual({ _tag: "Resync", reason: "beyond the end" })
+      expect(yield* EventLog.resume(log, "1")).toEqual({ _tag: "After", seq: 1 })
+      expect(yield* EventLog.resume(log, "id-with spaces")).toEqual({ _tag: "Resync", reason: "malformed" })
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -122,7 +122,7 @@ export const start = (options: Options = {}): Effect.Effect<Postgres, PostgresUn
     const logFile = path.join(base, "server.log")
     const startServer = run(pgCtl, [
       "start", "-D", dataDir, "-w", "-t", "60", "-l", logFile,
-      "-o", `-h 127.0.0.1 -p ${port} -k ${base} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
+      "-o", `-h 127.0.0.1 -p ${port} -k ${base} -c fsync=off -c full_page_writes=off`
     ], asPostgres).pipe(
       Effect.mapError((e) => {
         const log = fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : ""
