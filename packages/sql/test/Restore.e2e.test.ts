@@ -45,13 +45,14 @@ describe("restore on another machine, with the real CLI", () => {
       const cliSessionId = yield* Effect.scoped(Effect.gen(function*() {
         const session = yield* Session.start(options(model, checkout, configA, tmpA))
         yield* session.initialize
-        const id = yield* session.sessionId
         for (const prompt of ["first question", "second question"]) {
           yield* Effect.flatMap(session.send(prompt), (turn) => turn.result)
+          // The CLI names its session with the first turn's `init`.
+          const id = yield* session.sessionId
           // What skein does before it reports the turn ended.
           yield* mirror.sync({ configDir: configA, cliSessionId: id, sessionId: "ses_e2e" })
         }
-        return id
+        return yield* session.sessionId
       }))
       // The CLI appends its metadata at exit: the last sync takes it too.
       yield* mirror.sync({ configDir: configA, cliSessionId, sessionId: "ses_e2e" })
@@ -76,5 +77,5 @@ describe("restore on another machine, with the real CLI", () => {
       const text = JSON.stringify(body.messages)
       for (const earlier of ["first question", "Answer one.", "second question", "Answer two."]) expect(text).toContain(earlier)
       expect(text.indexOf("first question")).toBeLessThan(text.indexOf("second question"))
-    }).pipe(Effect.provide(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))), { timeout: 180_000 })
+    }).pipe(Effect.provide(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))), { timeout: 150_000 })
 })
