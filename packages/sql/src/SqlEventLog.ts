@@ -123,11 +123,13 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       const at = yield* Clock.currentTimeMillis
       const encoded = yield* query(Effect.forEach(messages, (message) => encodeMessage(message)))
       const rows = encoded.map((message, i) => ({ log: name, seq: nextSeq + i, at, bytes: Buffer.byteLength(message), message }))
-      yield* query(sql`INSERT INTO skein_events ${sql.insert(rows)}`)
+      yield* query(sql.withTransaction(Effect.zipRight(
+        sql`INSERT INTO skein_events ${sql.insert(rows)}`,
+        store.notify(channel, name)
+      )))
       const records = messages.map((message, i): EventLog.Record<A> => ({ seq: nextSeq + i, at, message }))
       nextSeq += records.length
       yield* bump
-      yield* Effect.ignore(store.notify(channel, name))
       sincePrune += records.length
       if (sincePrune >= 256 && options.retention !== undefined) {
         sincePrune = 0

@@ -36,7 +36,7 @@ export class SqlStore extends Context.Tag("@skein/sql/SqlStore")<SqlStore, {
   readonly sql: SqlClient.SqlClient
   /** Payloads sent on a channel (Postgres `LISTEN`); undefined on sqlite, whose followers poll. */
   readonly listen: ((channel: string) => Stream.Stream<string, SqlError>) | undefined
-  /** Wakes other processes' listeners (Postgres `NOTIFY`); nothing on sqlite. */
+  /** Wakes other processes' listeners (Postgres `pg_notify`, sent when the caller's transaction commits); nothing on sqlite. */
   readonly notify: (channel: string, payload: string) => Effect.Effect<void, SqlError>
 }>() {}
 
@@ -70,7 +70,8 @@ const clientFor = (url: StoreUrl.StoreUrl, options: Options): Effect.Effect<Conn
         connectTimeout: options.connectTimeout ?? Duration.seconds(5),
         applicationName: "skein"
       }),
-      (client): Connected => ({ client, listen: client.listen, notify: client.notify })
+      // `pg_notify` in a statement joins the caller's transaction: one commit for the rows and the wake.
+      (client): Connected => ({ client, listen: client.listen, notify: (channel, payload) => Effect.asVoid(client`SELECT pg_notify(${channel}, ${payload})`) })
     )
 
 /**
