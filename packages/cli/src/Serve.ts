@@ -9,6 +9,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeHttpServer } from "@effect/platform-node"
 import { TranscriptLayout } from "@skein/store"
 import { Serve, Token } from "@skein/serve"
+import { SqlStore } from "@skein/sql"
 import { ClaudeCli } from "@skein/testkit"
 import { Console, Effect, Layer, Option } from "effect"
 import * as Fs from "node:fs"
@@ -34,6 +35,10 @@ const serveOptions = {
   otel: Options.text("otel").pipe(
     Options.withDescription("send traces to this OTLP/HTTP collector (e.g. http://localhost:4318); off by default"),
     Options.optional
+  ),
+  store: Options.text("store").pipe(
+    Options.withDescription("keep the event log in SQL: sqlite:<file> or postgres://… (default: files under the config folder)"),
+    Options.optional
   )
 } as const
 
@@ -43,6 +48,7 @@ interface ServeConfig {
   readonly roots: ReadonlyArray<string>
   readonly fakeModel: boolean
   readonly otel: Option.Option<string>
+  readonly store: Option.Option<string>
 }
 
 /**
@@ -81,7 +87,13 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
   )
   const roots = config.roots.length > 0 ? config.roots.map((r) => Path.resolve(r)) : [where.cwd]
   for (const root of roots) Fs.mkdirSync(root, { recursive: true })
+  // With --store, serve's event log is rows in that database (see @skein/sql).
+  const store = Option.match(config.store, {
+    onNone: () => Layer.empty,
+    onSome: (url) => Layer.mapError(SqlStore.layer(url), (e) => fail(oneLine(e.message)))
+  })
   const server = Serve.layer({ token: resolved.token, roots, configDir: where.configDir, stateDir, session: where.session }).pipe(
+    Layer.provide(store),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.hostname }))
   )
   const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>
