@@ -9,6 +9,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeHttpServer } from "@effect/platform-node"
 import { TranscriptLayout } from "@skein/store"
 import { Serve, Token } from "@skein/serve"
+import { SqlStore } from "@skein/sql"
 import { ClaudeCli } from "@skein/testkit"
 import { Console, Duration, Effect, Layer, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
@@ -44,6 +45,10 @@ const serveOptions = {
   otel: Options.text("otel").pipe(
     Options.withDescription("send traces to this OTLP/HTTP collector (e.g. http://localhost:4318); off by default"),
     Options.optional
+  ),
+  store: Options.text("store").pipe(
+    Options.withDescription("keep the event log in SQL: sqlite:<file> or postgres://… (default: files under the config folder)"),
+    Options.optional
   )
 } as const
 
@@ -55,6 +60,7 @@ interface ServeConfig {
   readonly silenceTimeout: Option.Option<number>
   readonly fakeModel: boolean
   readonly otel: Option.Option<string>
+  readonly store: Option.Option<string>
 }
 
 /**
@@ -136,6 +142,11 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
   for (const root of roots) Fs.mkdirSync(root, { recursive: true })
   // The name it was told to listen on is one clients use; a wildcard names nothing.
   const named = Token.isLoopback(config.hostname) || config.hostname === "0.0.0.0" || config.hostname === "::" ? [] : [config.hostname]
+  // With --store, serve's event log is rows in that database (see @skein/sql).
+  const store = Option.match(config.store, {
+    onNone: () => Layer.empty,
+    onSome: (url) => Layer.mapError(SqlStore.layer(url), (e) => fail(oneLine(e.message)))
+  })
   const server = Serve.layer({
     token: resolved.token,
     roots,
@@ -145,6 +156,7 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
     stateDir,
     session: where.session
   }).pipe(
+    Layer.provide(store),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.hostname }))
   )
   const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>

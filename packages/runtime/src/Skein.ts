@@ -25,6 +25,7 @@ import { NodeContext } from "@effect/platform-node"
 import { ProcessHost, ProcessJournal, SlicedScheduler, TaskManager } from "@skein/kernel"
 import { PermissionBroker, ServerEvents, SessionRegistry } from "@skein/serve"
 import type { Session } from "@skein/session"
+import { SqlStore, type SqlStoreError } from "@skein/sql"
 import { EventLog, SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
 import { Config, type ConfigError, Context, type Duration, Effect, Layer, Option } from "effect"
 import * as Path from "node:path"
@@ -42,6 +43,12 @@ export interface SkeinConfig {
   readonly permissionTimeout?: Duration.DurationInput | undefined
   /** The registry stops a session idle for this long (its transcript stays). Default 10 minutes. */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /**
+   * Session state in SQL: `sqlite:<file>` or `postgres://…`. The registry's
+   * event log then lives in rows (and `SqlStore` is provided for the mirror,
+   * catalog and asks); without it, files stay the default.
+   */
+  readonly store?: string | undefined
   /** The scheduler the provided effect runs on: kernel's SlicedScheduler with these options (the default), or `false` for Effect's own. */
   readonly scheduler?: SlicedScheduler.Options | false | undefined
 }
@@ -67,8 +74,12 @@ export type Services =
   | ServerEvents.ServerEvents
   | PermissionBroker.PermissionBroker
 
-/** Failures of building the layer: the task store or the event log could not be opened. */
-export type LayerError = TaskManager.TaskStoreError | EventLog.EventLogError
+/** Failures of building the layer: the task store, the event log or the SQL store could not be opened. */
+export type LayerError =
+  | TaskManager.TaskStoreError
+  | EventLog.EventLogError
+  | SqlStoreError.StoreUnavailable
+  | SqlStoreError.BadStoreUrl
 
 /** The resolved paths of a config. */
 export const paths = (config: SkeinConfig): Skein["Type"] => {
@@ -84,10 +95,11 @@ export const layer = (config: SkeinConfig): Layer.Layer<Services, LayerError> =>
   const stores = Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer).pipe(
     Layer.provideMerge(TranscriptLayout.layer(where.configDir))
   )
+  const sql = config.store === undefined ? Layer.empty : SqlStore.layer(config.store)
   const serving = Layer.mergeAll(
     ServerEvents.layer({ dir: Path.join(where.stateDir, "serve", "events") }),
     PermissionBroker.layer({ timeout: config.permissionTimeout })
-  )
+  ).pipe(Layer.provide(sql))
   const registry = SessionRegistry.layer({
     configDir: where.configDir,
     session: config.session,

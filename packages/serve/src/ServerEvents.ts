@@ -6,11 +6,13 @@
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import { Canonical } from "@skein/protocol"
+import { SqlEventLog, SqlStore } from "@skein/sql"
 import { EventLog } from "@skein/store"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -70,12 +72,18 @@ export interface Options {
 }
 
 export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
-  const log = yield* EventLog.open({
-    dir: options.dir,
-    schema: Envelope,
-    retention: options.retention,
-    segmentBytes: options.segmentBytes
-  })
+  // With a SQL store configured (`--store`), the log is rows any machine can replay; else segment files.
+  const store = yield* Effect.serviceOption(SqlStore.SqlStore)
+  const log = Option.isSome(store)
+    ? yield* SqlEventLog.open({ name: "serve", schema: Envelope, retention: options.retention }).pipe(
+      Effect.provideService(SqlStore.SqlStore, store.value)
+    )
+    : yield* EventLog.open({
+      dir: options.dir,
+      schema: Envelope,
+      retention: options.retention,
+      segmentBytes: options.segmentBytes
+    })
   const subscribers = new Set<SubscriptionRef.SubscriptionRef<number>>()
   const tally = makeTally(yield* log.nextSeq)
   return ServerEvents.of({

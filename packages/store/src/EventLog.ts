@@ -15,6 +15,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Duration, Schema, Scope } from "effect"
 import { Clock, Effect, PubSub, Stream } from "effect"
+import { randomBytes } from "node:crypto"
 import { type EventLogError, failAt } from "./internal/eventLogError.js"
 import * as EventFollow from "./internal/eventFollow.js"
 import * as EventReader from "./internal/eventReader.js"
@@ -89,6 +90,12 @@ export interface Options<A, I> {
  */
 export interface EventLog<A> {
   readonly dir: string
+  /**
+   * Names this incarnation of the log. A log wiped (or replaced) and opened
+   * again gets a new epoch, so a cursor issued by the old one is known for
+   * a stranger rather than clamped onto the new log's seqs.
+   */
+  readonly epoch: string
   /** Appends one message and returns its record. */
   readonly append: (message: A) => Effect.Effect<Record<A>, EventLogError>
   /** Appends messages in one write, with consecutive seqs. */
@@ -131,6 +138,7 @@ export const open = Effect.fn("EventLog.open")(function*<A, I>(
 
   yield* Effect.mapError(fs.makeDirectory(dir, { recursive: true, mode: 0o700 }), failAt(dir))
 
+  const epoch = yield* readEpoch(fs, dir)
   const last = (yield* Segments.listSegments(fs, dir)).at(-1)
   let nextSeq = last === undefined ? 1 : yield* Segments.resumeSeq(fs, last)
   const tail = new EventTail<A>(options.tailBytes ?? 4 * 1024 * 1024)
@@ -185,6 +193,7 @@ export const open = Effect.fn("EventLog.open")(function*<A, I>(
 
   return {
     dir,
+    epoch,
     append: (message) => Effect.map(appendAll([message]), (records) => records[0]!),
     appendAll,
     nextSeq: Effect.sync(() => nextSeq),
@@ -194,3 +203,60 @@ export const open = Effect.fn("EventLog.open")(function*<A, I>(
     prune: lock.withPermits(1)(prune)
   }
 })
+
+/** The log's epoch from `<dir>/epoch`, written at the first open. */
+const readEpoch = (fs: FileSystem.FileSystem, dir: string) => {
+  const file = `${dir}/epoch`
+  return fs.readFileString(file).pipe(
+    Effect.map((text) => text.trim()),
+    Effect.filterOrFail((text) => text.length > 0),
+    Effect.orElse(() => {
+      const epoch = newEpoch()
+      return Effect.as(fs.writeFileString(file, `${epoch}\n`, { mode: 0o600 }), epoch)
+    }),
+    Effect.mapError(failAt(file))
+  )
+}
+
+// ---------------------------------------------------------------------------
+// Cursors
+// ---------------------------------------------------------------------------
+
+/**
+ * A fresh epoch: 12 hex characters, random.
+ *
+ * @since 0.0.0
+ */
+export const newEpoch = (): string => randomBytes(6).toString("hex")
+
+/**
+ * A client's cursor for a record: the log's epoch and the seq, so ids stay
+ * unique across log incarnations (`<epoch>-<seq>`).
+ *
+ * @since 0.0.0
+ */
+export const cursor = (epoch: string, seq: number): string => `${epoch}-${seq}`
+
+/**
+ * Where a client holding `cursor` resumes: after the record it names, or a
+ * resync when the log never issued that cursor (another epoch, a seq past
+ * the end, or not a cursor at all). A bare seq (an older client's id) is
+ * taken as this epoch's while it lies within the log.
+ *
+ * @since 0.0.0
+ */
+export type Resume =
+  | { readonly _tag: "After"; readonly seq: number }
+  | { readonly _tag: "Resync"; readonly reason: "other epoch" | "beyond the end" | "malformed" }
+
+/**
+ * @since 0.0.0
+ */
+export const resume = <A>(log: Pick<EventLog<A>, "epoch" | "nextSeq">, cursor: string): Effect.Effect<Resume> =>
+  Effect.map(log.nextSeq, (next): Resume => {
+    const match = /^(?:([0-9a-z]+)-)?(\d+)$/.exec(cursor.trim())
+    if (match === null) return { _tag: "Resync", reason: "malformed" }
+    if (match[1] !== undefined && match[1] !== log.epoch) return { _tag: "Resync", reason: "other epoch" }
+    const seq = Number(match[2])
+    return seq >= next ? { _tag: "Resync", reason: "beyond the end" } : { _tag: "After", seq }
+  })

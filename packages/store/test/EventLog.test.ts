@@ -12,6 +12,10 @@ const msg = (n: number): Message => ({ type: "assistant", n })
 
 const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "skein-events-" }))
 
+/** The segment files, without the log's `epoch` file. */
+const segmentFiles = (fs: FileSystem.FileSystem, dir: string) =>
+  Effect.map(fs.readDirectory(dir), (names) => names.filter((name) => name.endsWith(".jsonl")))
+
 const seqs = (records: Chunk.Chunk<EventLog.Record<Message>>) => Chunk.toReadonlyArray(records).map((r) => r.seq)
 
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i)
@@ -29,7 +33,7 @@ describe("EventLog", () => {
         expect((yield* log.appendAll([msg(1), msg(2), msg(3)])).map((r) => r.seq)).toEqual([2, 3, 4])
       }))
       // A crash mid-write left half a record.
-      const [segment] = yield* fs.readDirectory(dir)
+      const [segment] = yield* segmentFiles(fs, dir)
       const path = Path.join(dir, segment!)
       yield* fs.writeFile(path, new TextEncoder().encode(`${yield* fs.readFileString(path)}{"seq":5,"at":1,"mess`))
       yield* Effect.scoped(Effect.gen(function*() {
@@ -50,7 +54,7 @@ describe("EventLog", () => {
       const dir = yield* tempDir
       const log = yield* EventLog.open({ dir, schema: Message, segmentBytes: 300 })
       for (let i = 0; i < 40; i++) yield* log.append(msg(i))
-      const files = yield* fs.readDirectory(dir)
+      const files = yield* segmentFiles(fs, dir)
       expect(files.length).toBeGreaterThan(5)
       expect(seqs(yield* Stream.runCollect(log.read(17)))).toEqual(range(17, 41))
       expect(seqs(yield* Stream.runCollect(log.read(3, 9)))).toEqual(range(3, 9))
@@ -150,7 +154,7 @@ describe("EventLog", () => {
       const dir = yield* tempDir
       const log = yield* EventLog.open({ dir, schema: Message, segmentBytes: 300, retention: { maxBytes: 1000 } })
       for (let i = 0; i < 100; i++) yield* log.append(msg(i))
-      const sizes = yield* Effect.forEach(yield* fs.readDirectory(dir), (name) => fs.stat(Path.join(dir, name)))
+      const sizes = yield* Effect.forEach(yield* segmentFiles(fs, dir), (name) => fs.stat(Path.join(dir, name)))
       const total = sizes.reduce((sum, info) => sum + Number(info.size), 0)
       // Retention runs at each rotation: the active segment may add up to one segment more.
       expect(total).toBeLessThanOrEqual(1000 + 300)
@@ -167,14 +171,40 @@ describe("EventLog", () => {
       const dir = yield* tempDir
       const log = yield* EventLog.open({ dir, schema: Message, segmentBytes: 300, retention: { maxAge: "1 day" } })
       for (let i = 0; i < 30; i++) yield* log.append(msg(i))
-      const before = (yield* fs.readDirectory(dir)).sort()
+      const before = (yield* segmentFiles(fs, dir)).sort()
       expect(before.length).toBeGreaterThan(2)
       // Age every segment by two days: only the closed ones may go.
       const twoDaysAgo = new Date(Date.now() - 2 * 24 * 3600 * 1000)
       for (const name of before) yield* fs.utimes(Path.join(dir, name), twoDaysAgo, twoDaysAgo)
       const deleted = yield* log.prune
       expect(deleted.map((path) => Path.basename(path)).sort()).toEqual(before.slice(0, -1))
-      expect(yield* fs.readDirectory(dir)).toEqual(before.slice(-1))
+      expect(yield* segmentFiles(fs, dir)).toEqual(before.slice(-1))
       expect((yield* log.append(msg(30))).seq).toBe(31)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a Last-Event-ID beyond the end of the log, or from a wiped log, is answered with a resync, not clamped", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = Path.join(yield* tempDir, "events")
+      const old = yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* EventLog.open({ dir, schema: Message })
+        yield* log.appendAll(range(0, 5).map(msg))
+        expect(yield* EventLog.resume(log, EventLog.cursor(log.epoch, 3))).toEqual({ _tag: "After", seq: 3 })
+        return log.epoch
+      }))
+      // Reopened, the log keeps its epoch: old cursors still resume.
+      yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* EventLog.open({ dir, schema: Message })
+        expect(log.epoch).toBe(old)
+      }))
+      // Wiped (as `serve --fake-model` started on a fresh state dir): ids start at 1 again under a new epoch.
+      yield* fs.remove(dir, { recursive: true })
+      const log = yield* EventLog.open({ dir, schema: Message })
+      yield* log.appendAll(range(0, 2).map(msg))
+      expect(log.epoch).not.toBe(old)
+      expect(yield* EventLog.resume(log, EventLog.cursor(old, 1))).toEqual({ _tag: "Resync", reason: "other epoch" })
+      expect(yield* EventLog.resume(log, "4")).toEqual({ _tag: "Resync", reason: "beyond the end" })
+      expect(yield* EventLog.resume(log, "1")).toEqual({ _tag: "After", seq: 1 })
+      expect(yield* EventLog.resume(log, "id-with spaces")).toEqual({ _tag: "Resync", reason: "malformed" })
     }).pipe(Effect.provide(NodeContext.layer)))
 })
