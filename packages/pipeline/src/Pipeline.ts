@@ -131,16 +131,23 @@ export const all: {
   }
 )
 
+/** What `gather` emits: every output that went in, in order, and the stage's output over them. */
+export interface Gathered<A, B> {
+  readonly items: ReadonlyArray<A>
+  readonly output: B
+}
+
 /**
  * Gathers every output so far, in order, into one input of `stage`: a
- * summary over all verdicts, say. Its key is a hash of the gathered keys, so a
- * durable run records it like any other item.
+ * summary over all verdicts, say. It emits one `Gathered`, the outputs and
+ * the stage's answer. Its key is a hash of the gathered keys, so a durable
+ * run records it like any other item.
  */
 export const gather: {
-  <Out, Out2, SR>(stage: Stage.Stage<ReadonlyArray<Out>, Out2, SR>): <In, E, R>(self: Pipeline<In, Out, E, R>) => Pipeline<In, Out2, E | StageError, R | SR | StageRun.Requirements>
-  <In, Out, E, R, Out2, SR>(self: Pipeline<In, Out, E, R>, stage: Stage.Stage<ReadonlyArray<Out>, Out2, SR>): Pipeline<In, Out2, E | StageError, R | SR | StageRun.Requirements>
+  <Out, Out2, SR>(stage: Stage.Stage<ReadonlyArray<Out>, Out2, SR>): <In, E, R>(self: Pipeline<In, Out, E, R>) => Pipeline<In, Gathered<Out, Out2>, E | StageError, R | SR | StageRun.Requirements>
+  <In, Out, E, R, Out2, SR>(self: Pipeline<In, Out, E, R>, stage: Stage.Stage<ReadonlyArray<Out>, Out2, SR>): Pipeline<In, Gathered<Out, Out2>, E | StageError, R | SR | StageRun.Requirements>
 } = dual(2, <In, Out, E, R, Out2, SR>(self: Pipeline<In, Out, E, R>, stage: Stage.Stage<ReadonlyArray<Out>, Out2, SR>) =>
-  make<In, Out2, E | StageError, R | SR | StageRun.Requirements>((items) =>
+  make<In, Gathered<Out, Out2>, E | StageError, R | SR | StageRun.Requirements>((items) =>
     Stream.unwrap(
       Effect.map(Stream.runCollect(self.apply(items)), (chunk) => {
         const all = Array.from(chunk)
@@ -153,7 +160,7 @@ export const gather: {
         return Stream.fromEffect(
           StageRun.run(stage, item, 1).pipe(
             Effect.flatMap((output) => dropOnNone(item, output)),
-            Effect.map(Option.map((value): Item<Out2> => ({ ...item, value })))
+            Effect.map(Option.map((output): Item<Gathered<Out, Out2>> => ({ ...item, value: { items: item.value, output } })))
           )
         ).pipe(Stream.filterMap((output) => output))
       })

@@ -13,7 +13,7 @@ import type { ProcessHost } from "@skein/kernel"
 import { Session, type SessionError, Turn, Worker } from "@skein/session"
 import { TranscriptStore } from "@skein/store"
 import { Effect, Either, Option, ParseResult, RcMap, Ref, Schedule, Schema } from "effect"
-import { BudgetExceeded, StageFailed } from "../PipelineError.js"
+import { BudgetExceeded, type Spent, StageFailed } from "../PipelineError.js"
 import { CostCounted, ItemDone, ItemFailed, ItemRetried, ItemSkipped, ItemStarted } from "../RunEvent.js"
 import type * as Stage from "../Stage.js"
 import type { Item } from "./item.js"
@@ -39,12 +39,15 @@ const asStageFailed = (stage: string, key: string) =>
 const charge = (run: RunContext, stage: string, key: string, usd: number, usage: Turn.TurnUsage) =>
   Effect.gen(function*() {
     const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens
+    const counted = (spent: Spent) =>
+      Effect.zipRight(
+        Effect.provideService(update((s) => ({ ...s, spent })), Run, run),
+        run.events.publish(new CostCounted({ stage, key, usd, tokens, spent }))
+      )
     const spent = yield* run.budget.charge({ usd, tokens }, Effect.provideService(progress, Run, run)).pipe(
-      Effect.tapError((e) => update((s) => ({ ...s, spent: e.spent }))),
-      Effect.provideService(Run, run)
+      Effect.tapError((e) => counted(e.spent))
     )
-    yield* Effect.provideService(update((s) => ({ ...s, spent })), Run, run)
-    yield* run.events.publish(new CostCounted({ stage, key, usd, tokens, spent }))
+    yield* counted(spent)
   })
 
 /** One attempt in a fresh session, closed when the attempt ends. */
