@@ -24,8 +24,14 @@ export interface Charge {
 export interface Budget {
   readonly caps: Caps
   readonly spent: Effect.Effect<Spent>
-  /** Counts a turn; fails with `BudgetExceeded` when a cap is now crossed. */
-  readonly charge: (charge: Charge, progress: Effect.Effect<Progress>) => Effect.Effect<Spent, BudgetExceeded>
+  /** Counts a turn. */
+  readonly charge: (charge: Charge) => Effect.Effect<Spent>
+  /**
+   * Fails with `BudgetExceeded` once a cap is crossed. A stage checks it when
+   * an item's turn is counted and its result recorded, so the turn that
+   * crosses is not lost; the failure then ends the run.
+   */
+  readonly check: (progress: Effect.Effect<Progress>) => Effect.Effect<void, BudgetExceeded>
   /** Whether a new turn may start: no cap, no turn counted yet, or what is left covers the mean turn. */
   readonly admits: Effect.Effect<boolean>
 }
@@ -69,14 +75,16 @@ export const make = (caps: Caps): Effect.Effect<Budget, BudgetInvalid> =>
     return {
       caps,
       spent: Effect.map(Ref.get(ledger), spentOf),
-      charge: (charge, progress) =>
-        Ref.updateAndGet(ledger, (l) => ({ usd: l.usd + charge.usd, tokens: l.tokens + charge.tokens, turns: l.turns + 1 })).pipe(
-          Effect.flatMap((l) =>
-            over(caps, l)
-              ? Effect.flatMap(progress, (p) => new BudgetExceeded({ spent: spentOf(l), done: p.done, pending: p.pending, reason: "crossed" }))
-              : Effect.succeed(spentOf(l))
-          )
+      charge: (charge) =>
+        Effect.map(
+          Ref.updateAndGet(ledger, (l) => ({ usd: l.usd + charge.usd, tokens: l.tokens + charge.tokens, turns: l.turns + 1 })),
+          spentOf
         ),
+      check: (progress) =>
+        Effect.flatMap(Ref.get(ledger), (l) =>
+          over(caps, l)
+            ? Effect.flatMap(progress, (p) => new BudgetExceeded({ spent: spentOf(l), done: p.done, pending: p.pending, reason: "crossed" }))
+            : Effect.void),
       admits: Effect.map(Ref.get(ledger), (l) => covers(caps, l))
     }
   })

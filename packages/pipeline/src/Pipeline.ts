@@ -8,8 +8,9 @@
  *   )
  *   const result = yield* Run.collect(review, files, { budget: { usd: 5 } })
  *
- * `through` runs a stage over every item, `concurrency` at once, and keeps
- * input order unless told `unordered`; `map` and `filter` take plain Effects
+ * `through` runs a stage over every item, `concurrency` at once; an item
+ * moves on to the next step as soon as it is done, and the run's outputs
+ * (and a gather's inputs) come back in input order; `map` and `filter` take plain Effects
  * between stages; `all` runs several stages on each item at once and gathers
  * their outputs in a record; `gather` runs one stage over every output so far.
  * An item that fails a stage (after its retries) drops out of the run, which
@@ -44,8 +45,6 @@ export const from = <In>(): Pipeline<In, In> => make((items) => items)
 export interface ThroughOptions {
   /** Items in this stage at once; default 1. */
   readonly concurrency?: number | undefined
-  /** Emit outputs as they complete instead of in input order. */
-  readonly unordered?: boolean | undefined
 }
 
 /** An item that drops out (failed, skipped, filtered) leaves the run's count of pending items. */
@@ -73,7 +72,8 @@ export const through: {
               Effect.flatMap((output) => dropOnNone(item, output)),
               Effect.map(Option.map((value): Item<Out2> => ({ ...item, value })))
             ),
-          { concurrency, unordered: options?.unordered ?? false }
+          // Items move on as they complete; the run puts its outputs back in input order.
+          { concurrency, unordered: true }
         ),
         Stream.filterMap((output) => output)
       )
@@ -124,7 +124,7 @@ export const all: {
       )
     return make<In, Outputs<S>, E | StageError, R | StagesR<S> | StageRun.Requirements>((items) =>
       self.apply(items).pipe(
-        Stream.mapEffect(each, { concurrency, unordered: options?.unordered ?? false }),
+        Stream.mapEffect(each, { concurrency, unordered: true }),
         Stream.filterMap((output) => output)
       )
     )
@@ -150,7 +150,7 @@ export const gather: {
   make<In, Gathered<Out, Out2>, E | StageError, R | SR | StageRun.Requirements>((items) =>
     Stream.unwrap(
       Effect.map(Stream.runCollect(self.apply(items)), (chunk) => {
-        const all = Array.from(chunk)
+        const all = Array.from(chunk).sort((a, b) => a.index - b.index)
         const item: Item<ReadonlyArray<Out>> = {
           index: 0,
           key: `gather-${hashOf(all.map((i) => i.key))}`,

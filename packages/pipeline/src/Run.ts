@@ -38,8 +38,8 @@ import { Launch } from "./Launch.js"
 import type { Pipeline } from "./Pipeline.js"
 import { BudgetExceeded, type BudgetInvalid, type StageFailed } from "./PipelineError.js"
 import { type RunEvent, RunEnded, RunStarted, type Summary } from "./RunEvent.js"
-import { keyed } from "./internal/item.js"
-import { type BaseKey, Run, type RunContext } from "./internal/runContext.js"
+import { type Item, keyed } from "./internal/item.js"
+import { type BaseKey, pendingOf, Run, type RunContext } from "./internal/runContext.js"
 
 export interface Options {
   /** Names the run; a durable run started again with the same id resumes it. Default: a fresh UUID. */
@@ -49,7 +49,7 @@ export interface Options {
 
 export interface Result<Out> {
   readonly runId: string
-  /** The outputs at the end of the pipeline, in input order (unless a stage was told `unordered`). */
+  /** The outputs at the end of the pipeline, in input order. */
   readonly outputs: ReadonlyArray<Out>
   readonly summary: Summary
 }
@@ -92,13 +92,23 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): RunEnded["outcome"] => {
 
 /**
  * Starts a run in the current scope, folding the pipeline's outputs with
- * `f`; closing the scope interrupts it, and every session below it.
+ * `f` in the order they complete; closing the scope interrupts it, and every
+ * session below it.
  */
 export const startFold = <In, Out, E, R, EI, RI, B>(
   pipeline: Pipeline<In, Out, E, R>,
   input: Input<In, EI, RI>,
   initial: B,
   f: (acc: B, value: Out) => B,
+  options: Options = {}
+): Effect.Effect<Handle<{ readonly runId: string; readonly value: B; readonly summary: Summary }, E | EI | BudgetExceeded>, BudgetInvalid, Scope.Scope | Launch | Exclude<R, Run> | RI> =>
+  startItems(pipeline, input, initial, (acc: B, item: Item<Out>) => f(acc, item.value), options)
+
+const startItems = <In, Out, E, R, EI, RI, B>(
+  pipeline: Pipeline<In, Out, E, R>,
+  input: Input<In, EI, RI>,
+  initial: B,
+  f: (acc: B, item: Item<Out>) => B,
   options: Options = {}
 ): Effect.Effect<Handle<{ readonly runId: string; readonly value: B; readonly summary: Summary }, E | EI | BudgetExceeded>, BudgetInvalid, Scope.Scope | Launch | Exclude<R, Run> | RI> =>
   Effect.gen(function*() {
@@ -142,20 +152,20 @@ export const startFold = <In, Out, E, R, EI, RI, B>(
       yield* events.publish(new RunStarted({ runId, total, budget: Budget.describe(budget.caps) }))
       const value = yield* pipeline.apply(inputs).pipe(
         Stream.runFoldEffect(initial, (acc, item) =>
-          Effect.as(SubscriptionRef.update(summary, (s) => ({ ...s, settled: s.settled + item.sources })), f(acc, item.value)))
+          Effect.as(SubscriptionRef.update(summary, (s) => ({ ...s, settled: s.settled + item.sources })), f(acc, item)))
       )
       const failure = yield* Ref.get(inputFailure)
       if (Option.isSome(failure)) return yield* Effect.fail(failure.value)
       const end = yield* SubscriptionRef.get(summary)
       if (end.skipped > 0) {
-        return yield* new BudgetExceeded({ spent: end.spent, done: end.done, pending: Math.max(0, end.read - end.settled + end.skipped), reason: "exhausted" })
+        return yield* new BudgetExceeded({ spent: end.spent, done: end.done, pending: pendingOf(end), reason: "exhausted" })
       }
       return { runId, value, summary: end }
     }).pipe(
       Effect.provideService(Run, context),
       Effect.onExit((exit) =>
         Effect.flatMap(SubscriptionRef.get(summary), (s) =>
-          events.publish(new RunEnded({ runId, outcome: outcomeOf(exit), spent: s.spent, done: s.done, failed: s.failed, pending: Math.max(0, s.read - s.settled) })))
+          events.publish(new RunEnded({ runId, outcome: outcomeOf(exit), spent: s.spent, done: s.done, failed: s.failed, pending: pendingOf(s) })))
       )
     )
     const fiber = yield* Effect.forkScoped(body)
@@ -167,15 +177,22 @@ export const startFold = <In, Out, E, R, EI, RI, B>(
     }
   })
 
-/** Starts a run that collects the outputs in order. */
+/** Starts a run that collects the outputs in input order. */
 export const start = <In, Out, E, R, EI = never, RI = never>(
   pipeline: Pipeline<In, Out, E, R>,
   input: Input<In, EI, RI>,
   options: Options = {}
 ): Effect.Effect<Handle<Result<Out>, E | EI | BudgetExceeded>, BudgetInvalid, Scope.Scope | Launch | Exclude<R, Run> | RI> =>
   Effect.map(
-    startFold(pipeline, input, Chunk.empty<Out>(), (acc: Chunk.Chunk<Out>, value: Out) => Chunk.append(acc, value), options),
-    (handle) => ({ ...handle, await: Effect.map(handle.await, ({ runId, summary, value }) => ({ runId, outputs: Chunk.toReadonlyArray(value), summary })) })
+    startItems(pipeline, input, Chunk.empty<Item<Out>>(), (acc: Chunk.Chunk<Item<Out>>, item: Item<Out>) => Chunk.append(acc, item), options),
+    (handle) => ({
+      ...handle,
+      await: Effect.map(handle.await, ({ runId, summary, value }) => ({
+        runId,
+        outputs: Chunk.toReadonlyArray(value).toSorted((a, b) => a.index - b.index).map((item) => item.value),
+        summary
+      }))
+    })
   )
 
 /** Runs a pipeline to its end and collects its outputs in order. */
@@ -186,7 +203,7 @@ export const collect = <In, Out, E, R, EI = never, RI = never>(
 ): Effect.Effect<Result<Out>, E | EI | BudgetExceeded | BudgetInvalid, Launch | Exclude<R, Run> | RI> =>
   Effect.scoped(Effect.flatMap(start(pipeline, input, options), (handle) => handle.await))
 
-/** Runs a pipeline to its end, folding its outputs with `f`. */
+/** Runs a pipeline to its end, folding its outputs with `f` in the order they complete. */
 export const fold = <In, Out, E, R, B, EI = never, RI = never>(
   pipeline: Pipeline<In, Out, E, R>,
   input: Input<In, EI, RI>,

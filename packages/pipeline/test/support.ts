@@ -8,6 +8,7 @@ import { NodeContext } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
 import { Duration, Layer, Option, Schema } from "effect"
+import * as Fs from "node:fs"
 import { Launch, Pipeline, Stage } from "../src/index.js"
 
 export const Verdict = Schema.Struct({
@@ -26,6 +27,9 @@ export interface File {
 
 export const files = (n: number): ReadonlyArray<File> =>
   Array.from({ length: n }, (_, i) => ({ name: `src/file${String(i).padStart(2, "0")}.ts`, content: i % 3 === 0 ? "eval(input)" : `export const x${i} = ${i}` }))
+
+/** The index in a file name `src/fileNN.ts` of a review prompt; -1 for another prompt. */
+export const fileIndex = (prompt: string): number => Number(/file(\d+)\.ts/.exec(prompt)?.[1] ?? -1)
 
 export const reviewPrompt = (file: File) => `Review ${file.name} for risk:\n${file.content}`
 
@@ -70,8 +74,8 @@ export const verdictFor = (prompt: string): Verdict => {
 export interface ModelOptions {
   /** Usage of every structured reply: sets what each turn costs. */
   readonly usage?: { readonly input_tokens: number; readonly output_tokens: number } | undefined
-  /** Pause before each delta of a reply. */
-  readonly delay?: Duration.DurationInput | undefined
+  /** Pause before each delta of a reply, by its prompt. */
+  readonly delay?: ((prompt: string) => Duration.DurationInput) | undefined
 }
 
 /** Answers review and summary prompts through the StructuredOutput tool; anything else with text. */
@@ -80,7 +84,7 @@ export const answer = (options: ModelOptions = {}) => (request: FakeModel.Record
   const prompt = lastUserText(request)
   const structured = (value: Readonly<Record<string, unknown>>) => {
     const reply = FakeModel.withUsage(FakeModel.toolUse("StructuredOutput", value), options.usage ?? {})
-    return options.delay === undefined ? reply : FakeModel.withDelay(reply, options.delay)
+    return options.delay === undefined ? reply : FakeModel.withDelay(reply, options.delay(prompt))
   }
   if (prompt.startsWith("Review ")) return structured(verdictFor(prompt))
   if (prompt.startsWith("Summarize these verdicts:")) {
@@ -106,3 +110,14 @@ export const layer = Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer
 /** Requests whose last user message is exactly this prompt: one per session that was sent it. */
 export const requestsFor = (requests: ReadonlyArray<FakeModel.RecordedRequest>, prompt: string) =>
   requests.filter((r) => FakeModel.isConversation(r) && lastUserText(r) === prompt).length
+
+/** Pids of live processes whose environment names this config folder: the CLIs a test started there. */
+export const clisUnder = (configDir: string): ReadonlyArray<number> =>
+  Fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).flatMap((pid) => {
+    try {
+      const env = Fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")
+      return env.includes(`CLAUDE_CONFIG_DIR=${configDir}`) ? [Number(pid)] : []
+    } catch {
+      return []
+    }
+  })

@@ -45,11 +45,14 @@ export const emit = (event: RunEvent) => Effect.flatMap(Run, (run) => run.events
 
 export const update = (f: (summary: Summary) => Summary) => Effect.flatMap(Run, (run) => SubscriptionRef.update(run.summary, f))
 
+/** Items not finished: not yet settled, or skipped for the budget (a resumed run would do them). */
+export const pendingOf = (s: Summary): number => Math.max(0, (s.total ?? s.read) - s.settled + s.skipped)
+
 /** The fields of `BudgetExceeded` besides what was spent. */
 export const progress = Effect.flatMap(Run, (run) =>
   Effect.map(SubscriptionRef.get(run.summary), (s) => ({
     done: s.done,
-    pending: Math.max(0, s.read - s.settled)
+    pending: pendingOf(s)
   })))
 
 export type Crossed = BudgetExceeded

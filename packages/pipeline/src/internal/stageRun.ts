@@ -13,7 +13,7 @@ import type { ProcessHost } from "@skein/kernel"
 import { Session, type SessionError, Turn, Worker } from "@skein/session"
 import { TranscriptStore } from "@skein/store"
 import { Effect, Either, Option, ParseResult, RcMap, Ref, Schedule, Schema } from "effect"
-import { BudgetExceeded, type Spent, StageFailed } from "../PipelineError.js"
+import { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import { CostCounted, ItemDone, ItemFailed, ItemRetried, ItemSkipped, ItemStarted } from "../RunEvent.js"
 import type * as Stage from "../Stage.js"
 import type { Item } from "./item.js"
@@ -35,19 +35,13 @@ const asStageFailed = (stage: string, key: string) =>
 ): Effect.Effect<never, StageFailed | BudgetExceeded> =>
   error instanceof StageFailed || error instanceof BudgetExceeded ? Effect.fail(error) : turnFailed(stage, key)(error)
 
-/** Counts a turn's bill; crossing a cap fails with `BudgetExceeded`, which ends the run. */
+/** Counts a turn's bill; whether it crossed a cap is checked once the item's result is recorded. */
 const charge = (run: RunContext, stage: string, key: string, usd: number, usage: Turn.TurnUsage) =>
   Effect.gen(function*() {
     const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens
-    const counted = (spent: Spent) =>
-      Effect.zipRight(
-        Effect.provideService(update((s) => ({ ...s, spent })), Run, run),
-        run.events.publish(new CostCounted({ stage, key, usd, tokens, spent }))
-      )
-    const spent = yield* run.budget.charge({ usd, tokens }, Effect.provideService(progress, Run, run)).pipe(
-      Effect.tapError((e) => counted(e.spent))
-    )
-    yield* counted(spent)
+    const spent = yield* run.budget.charge({ usd, tokens })
+    yield* Effect.provideService(update((s) => ({ ...s, spent })), Run, run)
+    yield* run.events.publish(new CostCounted({ stage, key, usd, tokens, spent }))
   })
 
 /** One attempt in a fresh session, closed when the attempt ends. */
@@ -145,7 +139,6 @@ export const run = <In, Out, R>(stage: Stage.Stage<In, Out, R>, item: Item<In>, 
   Effect.gen(function*() {
     const context = yield* Run
     const ran = yield* Ref.make(false)
-    const where = { stage: stage.name, key: item.key, index: item.index }
     const activity = Activity.make({
       name: `${stage.name}/${item.key}`,
       success: stage.outputSchema,
@@ -165,25 +158,40 @@ export const run = <In, Out, R>(stage: Stage.Stage<In, Out, R>, item: Item<In>, 
       Effect.provideService(WorkflowInstance, context.instance),
       Effect.either
     )
+    const output = yield* settle(context, stage, item, outcome, !(yield* Ref.get(ran)))
+    // The item's turn is counted and its result recorded: now a crossed cap ends the run.
+    yield* context.budget.check(Effect.provideService(progress, Run, context))
+    return yield* output
+  })
+
+/** Counts and reports how the item's activity ended; what is left to fail is the run's to fail with. */
+const settle = <In, Out, R>(
+  context: RunContext,
+  stage: Stage.Stage<In, Out, R>,
+  item: Item<In>,
+  outcome: Either.Either<Out, StageFailed | BudgetExceeded>,
+  recorded: boolean
+) =>
+  Effect.gen(function*() {
+    const where = { stage: stage.name, key: item.key, index: item.index }
     if (outcome._tag === "Right") {
-      const recorded = !(yield* Ref.get(ran))
       yield* update((s) => ({ ...s, done: s.done + 1, recorded: s.recorded + (recorded ? 1 : 0) }))
       yield* emit(new ItemDone({ ...where, recorded }))
-      return Option.some(outcome.right)
+      return Effect.succeed(Option.some(outcome.right))
     }
     const error = outcome.left
     if (error._tag === "BudgetExceeded" && error.reason === "exhausted") {
-      yield* update((s) => ({ ...s, skipped: s.skipped + item.sources, settled: s.settled + item.sources }))
+      yield* update((s) => ({ ...s, skipped: s.skipped + 1 }))
       yield* emit(new ItemSkipped(where))
-      return Option.none()
+      return Effect.succeed(Option.none<Out>())
     }
     if (error._tag === "StageFailed") {
-      yield* update((s) => ({ ...s, failed: s.failed + item.sources, settled: s.settled + item.sources }))
+      yield* update((s) => ({ ...s, failed: s.failed + 1 }))
       yield* emit(new ItemFailed({ ...where, reason: error.message }))
-      if (!stage.failFast) return Option.none()
+      if (!stage.failFast) return Effect.succeed(Option.none<Out>())
     }
-    return yield* Effect.fail(error)
-  })
+    return Effect.fail(error)
+  }).pipe(Effect.provideService(Run, context))
 
 export type { SessionError }
 
