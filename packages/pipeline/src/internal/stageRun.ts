@@ -7,12 +7,11 @@
  */
 import * as Activity from "@effect/workflow/Activity"
 import { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
-import type { FileSystem } from "@effect/platform/FileSystem"
-import { TaskManager } from "@skein/kernel"
-import type { ProcessHost } from "@skein/kernel"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { ProcessHost, TaskManager } from "@skein/kernel"
 import { Session, type SessionError, Turn, Worker } from "@skein/session"
 import { TranscriptStore } from "@skein/store"
-import { Effect, Either, Option, ParseResult, RcMap, Ref, Schedule, Schema } from "effect"
+import { Context, Effect, Either, Option, ParseResult, RcMap, Ref, Schedule, Schema } from "effect"
 import { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import { CostCounted, ItemDone, ItemFailed, ItemRetried, ItemSkipped, ItemStarted } from "../RunEvent.js"
 import type * as Stage from "../Stage.js"
@@ -80,7 +79,8 @@ const forkedAttempt = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any
     if (Option.isNone(tasks) || Option.isNone(store)) {
       return yield* Effect.dieMessage(`stage ${stage.name} is forked: a run of it needs TaskManager and TranscriptStore in context`)
     }
-    const context = yield* Effect.context<Requirements>()
+    // Only these services: the caller's Scope must not replace the RcMap's, which the base lives in.
+    const context = Context.pick(ProcessHost.ProcessHost, FileSystem.FileSystem)(yield* Effect.context<Requirements>())
     const start = startBase(run, stage, concurrency).pipe(
       // The base's own turn may not be what crosses the budget: that is told by the items' turns.
       Effect.catchTag("BudgetExceeded", (e) => Effect.die(e)),
@@ -196,4 +196,4 @@ const settle = <In, Out, R>(
 export type { SessionError }
 
 /** What running any stage needs in context: the process host its sessions spawn through, and the run's launch. */
-export type Requirements = ProcessHost.ProcessHost | FileSystem
+export type Requirements = ProcessHost.ProcessHost | FileSystem.FileSystem
