@@ -16,7 +16,7 @@
  * An item that fails a stage (after its retries) drops out of the run, which
  * goes on; a `failFast` stage's failure ends the run.
  */
-import { Effect, Option, type Pipeable, Record, Stream } from "effect"
+import { Context, Effect, Option, type Pipeable, Record, Stream } from "effect"
 import { dual } from "effect/Function"
 import { pipeArguments } from "effect/Pipeable"
 import type { BudgetExceeded, StageFailed } from "./PipelineError.js"
@@ -43,9 +43,20 @@ const make = <In, Out, E, R>(apply: Pipeline<In, Out, E, R>["apply"]): Pipeline<
 export const from = <In>(): Pipeline<In, In> => make((items) => items)
 
 export interface ThroughOptions {
-  /** Items in this stage at once; default 1. */
+  /** Items in this stage at once; default: the `Concurrency` in context (1 unless set). */
   readonly concurrency?: number | undefined
 }
+
+/**
+ * How many items a stage without a `concurrency` of its own runs at once:
+ * `skein pipeline run --concurrency N` sets it for the whole pipeline.
+ */
+export class Concurrency extends Context.Reference<Concurrency>()("@skein/pipeline/Concurrency", {
+  defaultValue: () => 1
+}) {}
+
+const concurrencyOf = (options: ThroughOptions | undefined) =>
+  options?.concurrency === undefined ? Effect.map(Concurrency, (n) => Math.max(1, n)) : Effect.succeed(Math.max(1, options.concurrency))
 
 /** An item that drops out (failed, skipped, filtered) leaves the run's count of pending items. */
 const settle = (item: Item<unknown>) => update((s) => ({ ...s, settled: s.settled + item.sources }))
@@ -63,8 +74,8 @@ export const through: {
 } = dual(
   (args) => typeof args[0] === "object" && args[0] !== null && "apply" in args[0],
   <In, Out, E, R, Out2, SR>(self: Pipeline<In, Out, E, R>, stage: Stage.Stage<Out, Out2, SR>, options?: ThroughOptions) => {
-    const concurrency = Math.max(1, options?.concurrency ?? 1)
     return make<In, Out2, E | StageError, R | SR | StageRun.Requirements>((items) =>
+      Stream.unwrap(Effect.map(concurrencyOf(options), (concurrency) =>
       self.apply(items).pipe(
         Stream.mapEffect(
           (item) =>
@@ -76,7 +87,7 @@ export const through: {
           { concurrency, unordered: true }
         ),
         Stream.filterMap((output) => output)
-      )
+      )))
     )
   }
 )
@@ -115,18 +126,18 @@ export const all: {
 } = dual(
   (args) => typeof args[0] === "object" && args[0] !== null && "apply" in args[0],
   <In, Out, E, R, S extends Record<string, Stage.Stage<Out, any, any>>>(self: Pipeline<In, Out, E, R>, stages: S, options?: ThroughOptions) => {
-    const concurrency = Math.max(1, options?.concurrency ?? 1)
-    const each = (item: Item<Out>) =>
+    const each = (concurrency: number) => (item: Item<Out>) =>
       Effect.all(Record.map(stages, (stage) => StageRun.run(stage, item, concurrency)), { concurrency: "unbounded" }).pipe(
         Effect.map((outputs) => Option.all(outputs)),
         Effect.flatMap((output) => dropOnNone(item, output)),
         Effect.map(Option.map((value) => ({ ...item, value: value as Outputs<S> })))
       )
     return make<In, Outputs<S>, E | StageError, R | StagesR<S> | StageRun.Requirements>((items) =>
-      self.apply(items).pipe(
-        Stream.mapEffect(each, { concurrency, unordered: true }),
-        Stream.filterMap((output) => output)
-      )
+      Stream.unwrap(Effect.map(concurrencyOf(options), (concurrency) =>
+        self.apply(items).pipe(
+          Stream.mapEffect(each(concurrency), { concurrency, unordered: true }),
+          Stream.filterMap((output) => output)
+        )))
     )
   }
 )
