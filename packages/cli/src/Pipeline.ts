@@ -195,12 +195,13 @@ const runPipeline = Effect.fn("Pipeline.run")(function*(file: string, options: R
   const { configDir, launch } = yield* launchOf(definition, options)
   const journal = yield* journalOf(options)
   const tasks = yield* TaskManager.make({ root: Path.join(Path.dirname(journal), "tasks") })
-  const services = Layer.mergeAll(
+  // Built once, in the command's scope: the run's fiber uses them until it ends.
+  const services = yield* Layer.build(Layer.mergeAll(
     Launch.layer(launch),
     Journal.layerSqlite(journal),
     TranscriptStore.layer.pipe(Layer.provide(TranscriptLayout.layer(configDir))),
     Layer.succeed(TaskManager.TaskManager, tasks)
-  )
+  ))
   const budget = {
     usd: Option.getOrUndefined(options.budget),
     tokens: Option.getOrUndefined(options.budgetTokens)
@@ -213,7 +214,6 @@ const runPipeline = Effect.fn("Pipeline.run")(function*(file: string, options: R
   const reporter = yield* Effect.fork(report(handle, options.json))
   const resumeHint = `resume with: skein pipeline run ${file} --resume ${handle.runId}`
   const result = yield* handle.await.pipe(
-    Effect.provide(services),
     Effect.onInterrupt(() => Console.error(`\ninterrupted run ${handle.runId}; ${resumeHint}`)),
     Effect.mapError((e) => fail(`run ${handle.runId}: ${describeError(e)}; ${resumeHint}`))
   )
