@@ -13,7 +13,7 @@
 import type { TaskManager } from "@skein/kernel"
 import type { Session } from "@skein/session"
 import type { TranscriptStore } from "@skein/store"
-import { Duration, type Schedule, type Schema } from "effect"
+import { Duration, type Schedule, Schema } from "effect"
 import type { StageFailed } from "./PipelineError.js"
 
 /** The session options a stage may set over the run's `Launch`. */
@@ -44,6 +44,8 @@ export interface Stage<In, Out, R = never> {
   readonly name: string
   readonly prompt: (input: In) => string
   readonly outputSchema: Schema.Schema<Out, any>
+  /** True: the turn's structured output (`--json-schema`); false: the turn's final text, decoded by `outputSchema`. */
+  readonly structured: boolean
   readonly session: StageSession
   /** Retries after a `StageFailed` (a bad output, a timeout, a CLI that died); none by default. */
   readonly retry: Schedule.Schedule<unknown, StageFailed> | undefined
@@ -71,10 +73,11 @@ export interface Options<In, Out> {
   readonly failFast?: boolean | undefined
 }
 
-const base = <In, Out>(options: Options<In, Out>, fork: ForkFrom | undefined) => ({
+const base = <In, Out>(options: Options<In, Out>, fork: ForkFrom | undefined, structured = true) => ({
   name: options.name,
   prompt: options.prompt,
   outputSchema: options.outputSchema,
+  structured,
   session: options.session ?? {},
   retry: options.retry,
   timeout: options.timeout === undefined ? undefined : Duration.decode(options.timeout),
@@ -84,6 +87,13 @@ const base = <In, Out>(options: Options<In, Out>, fork: ForkFrom | undefined) =>
 
 /** A stage whose items each run in a fresh session. */
 export const make = <In, Out>(options: Options<In, Out>): Stage<In, Out> => base(options, undefined)
+
+/**
+ * A stage whose output is the turn's final text, no schema sent to the CLI:
+ * for prose, or a CLI that knows no `--json-schema`.
+ */
+export const text = <In>(options: Omit<Options<In, string>, "outputSchema">): Stage<In, string> =>
+  base({ ...options, outputSchema: Schema.String }, undefined, false)
 
 /**
  * A stage whose items run as forked workers of one base session per run:

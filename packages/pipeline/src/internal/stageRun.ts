@@ -43,13 +43,20 @@ const charge = (run: RunContext, stage: string, key: string, usd: number, usage:
     yield* run.events.publish(new CostCounted({ stage, key, usd, tokens, spent }))
   })
 
+/** A text stage's output: the turn's final text, which must be there. */
+const decodeText = <In, Out>(stage: Stage.Stage<In, Out, any>, key: string, text: string | undefined) =>
+  Schema.decodeUnknown(stage.outputSchema)(text).pipe(
+    Effect.mapError(() => failed(stage.name, key, "TurnFailed", "the turn ended without a text answer"))
+  )
+
 /** One attempt in a fresh session, closed when the attempt ends. */
 const freshAttempt = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any>, item: Item<In>) =>
   Effect.scoped(
     Effect.gen(function*() {
-      const session = yield* Session.start({ ...run.launch, ...stage.session, outputSchema: stage.outputSchema })
+      const session = yield* Session.start({ ...run.launch, ...stage.session, ...(stage.structured ? { outputSchema: stage.outputSchema } : {}) })
       const summary = yield* Effect.flatMap(session.send(stage.prompt(item.value)), (turn) => turn.result)
       yield* charge(run, stage.name, item.key, summary.costUsd, summary.usage)
+      if (!stage.structured) return yield* decodeText(stage, item.key, summary.text)
       return yield* Turn.structuredOutput(stage.outputSchema)(summary).pipe(
         Effect.mapError((e) => failed(stage.name, item.key, "StructuredOutputInvalid", e.issue))
       )
@@ -68,7 +75,8 @@ const startBase = (run: RunContext, stage: Stage.Any, concurrency: number) =>
     const base = yield* Session.start(launch)
     const summary = yield* Effect.flatMap(base.send(fork.base), (turn) => turn.result)
     yield* charge(run, stage.name, "base", summary.costUsd, summary.usage)
-    return yield* Worker.pool(base, { launch: { ...launch, outputSchema: stage.outputSchema }, concurrency: fork.concurrency ?? concurrency })
+    const workers = { ...launch, ...(stage.structured ? { outputSchema: stage.outputSchema } : {}) }
+    return yield* Worker.pool(base, { launch: workers, concurrency: fork.concurrency ?? concurrency })
   }).pipe(Effect.catchAll(asStageFailed(stage.name, "base")))
 
 /** One attempt as a forked worker of the stage's base; its structured output comes back as the result's text (JSON). */
@@ -92,6 +100,7 @@ const forkedAttempt = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any
     const worker = yield* Worker.fork(workers, { label: stage.name, prompt: stage.prompt(item.value) })
     const result = yield* worker.result
     yield* charge(run, stage.name, item.key, result.costUsd, result.usage)
+    if (!stage.structured) return yield* decodeText(stage, item.key, result.text)
     return yield* Schema.decodeUnknown(Schema.parseJson(stage.outputSchema))(result.text ?? "").pipe(
       Effect.mapError((e) => failed(stage.name, item.key, "StructuredOutputInvalid", ParseResult.TreeFormatter.formatErrorSync(e)))
     )
