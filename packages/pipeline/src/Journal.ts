@@ -59,6 +59,7 @@ export const make = Effect.gen(function*() {
       const exit = yield* Effect.exit(activity.executeEncoded)
       if (Exit.isSuccess(exit)) yield* record(instance.executionId, activity.name, exit.value)
       return new Workflow.Complete({ exit })
+      // `Activity.Any` types its effect with `any`: this states what the engine interface expects of it.
     }) as Effect.Effect<Workflow.Result<unknown, unknown>, never, WorkflowInstance>
 
   const engine = makeUnsafe({
@@ -74,6 +75,7 @@ export const make = Effect.gen(function*() {
           Effect.provideService(WorkflowEngine, engine)
         )
         return options.discard ? undefined : result
+        // The interface's return type depends on `discard`; both branches are answered above.
       }) as never,
     poll: () => Effect.succeed(undefined),
     interrupt: () => Effect.void,

@@ -13,10 +13,13 @@ export const Spent = Schema.Struct({
 export type Spent = typeof Spent.Type
 
 /**
- * The run's budget is spent: a turn's cost crossed a cap (every session in
- * flight was interrupted), or what is left could not cover the mean cost of
- * a turn so far (no new item started). `done` items finished every stage;
- * `pending` ones were read but did not.
+ * The run's budget is spent: a turn's cost crossed a cap (`crossed`: every
+ * session in flight was interrupted), or what was left could not cover the
+ * mean cost of a turn so far (`exhausted`: the items not started are
+ * pending). `done` counts (item, stage) results; `pending` counts input
+ * items that did not come out of the run, the one whose turn crossed the cap
+ * included (its result is recorded all the same, so a resumed durable run
+ * does not pay for it again).
  */
 export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
   spent: Spent,

@@ -55,6 +55,10 @@ describe("a run's budget with the real CLI", () => {
       const started = new Set(all.flatMap((e) => e._tag === "ItemStarted" ? [e.key] : []))
       const finished = new Set(all.flatMap((e) => e._tag === "ItemDone" ? [e.key] : []))
       expect(started.size).toBeGreaterThan(finished.size)
+      // Once what was left could not cover the mean turn, items were skipped rather than started.
+      const firstSkip = all.findIndex((e) => e._tag === "ItemSkipped")
+      expect(firstSkip).toBeGreaterThan(0)
+      expect(all.slice(firstSkip).filter((e) => e._tag === "ItemStarted")).toEqual([])
     }).pipe(Effect.provide(Support.layer)), 120_000)
 
   it.effect("a cap of 0 or below is refused before anything runs", () =>
