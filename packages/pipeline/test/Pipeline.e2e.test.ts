@@ -3,8 +3,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Effect, Schema, Stream } from "effect"
-import { Run } from "../src/index.js"
+import { Duration, Effect, Fiber, Schema, Stream } from "effect"
+import { Pipeline, Run, Stage } from "../src/index.js"
 import * as Support from "./support.js"
 
 describe("a two-stage run with the real CLI", () => {
@@ -40,5 +40,40 @@ describe("a two-stage run with the real CLI", () => {
       expect(all.at(-1)).toMatchObject({ _tag: "RunEnded", outcome: "done", done: 13, failed: 0, pending: 0 })
       expect(result.summary).toMatchObject({ total: 12, read: 12, settled: 12, done: 13, running: 0 })
       expect(result.summary.spent.usd).toBeGreaterThan(0)
+    }).pipe(Effect.provide(Support.layer)), 120_000)
+
+  it.scopedLive("map, filter and all: a fan-out to two stages gathered in a record, plain Effects between", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ fallback: Support.answer() })
+      const d = yield* ClaudeCli.offlineDirs("skein-pipeline-")
+      const second = Stage.make({ name: "second", prompt: (f: Support.File) => Support.reviewPrompt(f).replace("Review", "Review again"), outputSchema: Support.Verdict })
+      const pipeline = Pipeline.from<Support.File>().pipe(
+        Pipeline.map((f) => Effect.succeed({ ...f, name: f.name.replace("src/", "lib/") })),
+        Pipeline.all({ first: Support.review, second }, { concurrency: 3 }),
+        Pipeline.filter(({ first }) => Effect.succeed(first.risk === "high")),
+        Pipeline.map(({ first, second }) => Effect.succeed(`${first.file}: ${first.risk}/${second.risk}`))
+      )
+      const handle = yield* Run.start(pipeline, Support.files(6)).pipe(Effect.provide(Support.launch(model, d)))
+      const result = yield* handle.await
+      expect(result.outputs).toEqual(["lib/file00.ts: high/high", "lib/file03.ts: high/high"])
+      // Both stages ran on every item: 12 sessions; the four filtered out are settled too.
+      expect(result.summary).toMatchObject({ done: 12, settled: 6, failed: 0 })
+    }).pipe(Effect.provide(Support.layer)), 120_000)
+
+  it.scopedLive("a stage's timeout fails the item and stops its session", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ fallback: Support.answer({ delay: () => Duration.seconds(20) }) })
+      const d = yield* ClaudeCli.offlineDirs("skein-pipeline-")
+      const slow = Stage.make({ name: "review", prompt: Support.reviewPrompt, outputSchema: Support.Verdict, timeout: "1500 millis" })
+      const handle = yield* Run.start(Pipeline.from<Support.File>().pipe(Pipeline.through(slow)), Support.files(1)).pipe(
+        Effect.provide(Support.launch(model, d))
+      )
+      const events = yield* Effect.fork(Stream.runCollect(handle.events))
+      const result = yield* handle.await
+      expect(result.outputs).toEqual([])
+      const failed = Array.from(yield* Fiber.join(events)).filter((e) => e._tag === "ItemFailed")
+      expect(failed).toHaveLength(1)
+      expect(failed[0]!._tag === "ItemFailed" && failed[0]!.reason).toContain("(Timeout)")
+      expect(Support.clisUnder(d.configDir)).toEqual([])
     }).pipe(Effect.provide(Support.layer)), 120_000)
 })
