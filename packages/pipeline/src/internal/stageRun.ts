@@ -90,7 +90,7 @@ const forkedAttempt = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any
     // Only these services: the caller's Scope must not replace the RcMap's, which the base lives in.
     const context = Context.pick(ProcessHost.ProcessHost, FileSystem.FileSystem)(yield* Effect.context<Requirements>())
     const start = startBase(run, stage, concurrency).pipe(
-      // The base's own turn may not be what crosses the budget: that is told by the items' turns.
+      // The base's turn is counted like any other; whether the budget is crossed is checked after each item.
       Effect.catchTag("BudgetExceeded", (e) => Effect.die(e)),
       Effect.provide(context),
       Effect.provideService(TaskManager.TaskManager, tasks.value),
