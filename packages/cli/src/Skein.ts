@@ -14,6 +14,7 @@ import { dream, dreamSpec, memory, memorySpec } from "./Memory.js"
 import { serve, serveSpec } from "./Serve.js"
 import { sessions, sessionsSpec } from "./Sessions.js"
 import { tasks, tasksSpec } from "./Tasks.js"
+import { pipeline, pipelineSpec } from "./Pipeline.js"
 
 export const version = "0.1.0"
 
@@ -22,10 +23,10 @@ export const skein = Command.make("skein").pipe(
     HelpDoc.p("Run and keep Claude Code sessions from the terminal. Options go before or after the command; --help on any command shows its own."),
     HelpDoc.p("Example: skein run \"what does this folder hold?\" --allow Read")
   ])),
-  Command.withSubcommands([run, chat, serve, sessions, tasks, compact, memory, dream])
+  Command.withSubcommands([run, chat, serve, sessions, tasks, compact, memory, dream, pipeline])
 )
 
-export const spec: Argv.Spec = { name: "skein", options: Options.getUsage(Options.none), children: [runSpec, chatSpec, serveSpec, sessionsSpec, tasksSpec, compactSpec, memorySpec, dreamSpec] }
+export const spec: Argv.Spec = { name: "skein", options: Options.getUsage(Options.none), children: [runSpec, chatSpec, serveSpec, sessionsSpec, tasksSpec, compactSpec, memorySpec, dreamSpec, pipelineSpec] }
 
 const usageCode = 2
 
