@@ -15,7 +15,7 @@ import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { History } from "@skein/canonical"
 import { type Compaction, TokenCounter } from "@skein/compact"
-import { ProcessHost } from "@skein/kernel"
+import { type ProcessHost, TaskManager } from "@skein/kernel"
 import { Session, SessionPool } from "@skein/session"
 import { Branch, ResumeLoader, SessionIndex, TranscriptLayout, TranscriptStore } from "@skein/store"
 import * as Cause from "effect/Cause"
@@ -27,6 +27,7 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import * as Crypto from "node:crypto"
+import * as Path from "node:path"
 import { type AcpError, codeOf, dataOf, SessionFailed, SessionNotFound } from "./AcpError.js"
 import * as Updates from "./Updates.js"
 import * as Aliases from "./internal/aliases.js"
@@ -98,7 +99,9 @@ const requestErrorOf = (cause: Cause.Cause<AcpError>): Acp.RequestError => {
  * stdin), then ends every session. Logs never go to the stream.
  */
 export const serve = Effect.fn("AcpAgent.serve")(function*(stream: Acp.Stream, options: Options) {
-  const stores = Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer, TokenCounter.layer).pipe(
+  // Compaction's summarizing pass forks a worker, which is a task of a TaskManager.
+  const tasks = Layer.orDie(TaskManager.layer({ root: Path.join(Aliases.dirOf(options.configDir), "tasks") }))
+  const stores = Layer.mergeAll(TranscriptStore.layer, SessionIndex.layer, TokenCounter.layer, tasks).pipe(
     Layer.provideMerge(TranscriptLayout.layer(options.configDir))
   )
   return yield* run(stream, options).pipe(Effect.provide(stores))
