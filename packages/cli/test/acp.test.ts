@@ -7,10 +7,11 @@
 import type * as Acp from "@agentclientprotocol/sdk/unstable"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type Agent, closeStdin, selected, start, textOf } from "./acpAgent.js"
-import { commandsIn, folder, processesIn } from "./skein.js"
+import { bin, commandsIn, folder, processesIn } from "./skein.js"
 
 const prompt = (agent: Agent, sessionId: string, text: string) =>
   Effect.promise(() => agent.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] }))
@@ -100,23 +101,136 @@ describe("skein acp, through the ACP SDK's client", () => {
       })
       expect(Fs.existsSync(Path.join(cwd, "never.txt"))).toBe(false)
 
-      // Plan mode: reported, and the CLI plans instead of running the command.
-      yield* Effect.promise(() => agent.agent.request("session/set_mode", { sessionId, modeId: "plan" }))
-      yield* Effect.promise(() => agent.waitFor((n) => isUpdate(sessionId, "current_mode_update")(n) && n.update.sessionUpdate === "current_mode_update" && n.update.currentModeId === "plan"))
+      // Plan mode, in a second session: reported, and the CLI plans instead of running the command.
+      const planning = (yield* newSession(agent, cwd)).sessionId
+      yield* Effect.promise(() => agent.agent.request("session/set_mode", { sessionId: planning, modeId: "plan" }))
+      yield* Effect.promise(() => agent.waitFor((n) => n.sessionId === planning && n.update.sessionUpdate === "current_mode_update" && n.update.currentModeId === "plan"))
       answers.push("allow_once")
       mark = agent.updates.length
-      expect((yield* prompt(agent, sessionId, "$ echo planned > planned.txt")).stopReason).toBe("end_turn")
+      expect((yield* prompt(agent, planning, "$ echo planned > planned.txt")).stopReason).toBe("end_turn")
       expect(Fs.existsSync(Path.join(cwd, "planned.txt"))).toBe(false)
       // The CLI refused the command itself: nobody was asked, and the call failed.
       expect(answers).toEqual(["allow_once"])
-      const planned = since(agent, sessionId, mark).filter((n) => n.update.sessionUpdate === "tool_call_update")
-      expect(planned.at(-1)?.update.sessionUpdate === "tool_call_update" && planned.at(-1)?.update.status).toBe("failed")
+      const planned = since(agent, planning, mark).flatMap((n) => n.update.sessionUpdate === "tool_call_update" ? [n.update.status] : [])
+      expect(planned.at(-1)).toBe("failed")
 
       // Nothing but JSON-RPC on stdout; stdin closing ends every session and the process.
       expect(agent.stray).toEqual([])
       const exit = yield* closeStdin(agent)
       expect(exit.code).toBe(0)
       expect(commandsIn(cwd)).toEqual([])
+      expect(processesIn(cwd)).toEqual([])
+    }), 300_000)
+
+  it.scopedLive("session/load in a new skein acp replays the conversation before it answers, and the session goes on", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const root = Path.join(cwd, ".root")
+      const first = yield* start(["--fake-model", "--root", root], { cwd, permission: () => Promise.resolve(selected("allow_once")) })
+      const { sessionId } = yield* newSession(first, cwd)
+      yield* prompt(first, sessionId, "hello")
+      yield* prompt(first, sessionId, "$ echo loaded > loaded.txt")
+      const shown = textOf(first.updates, "agent_message_chunk")
+      expect((yield* closeStdin(first)).code).toBe(0)
+
+      const second = yield* start(["--fake-model", "--root", root], { cwd })
+      const listed = yield* Effect.promise(() => second.agent.request("session/list", { cwd }))
+      expect(listed.sessions.map((s) => s.sessionId)).toContain(sessionId)
+      const loaded = yield* Effect.promise(() => second.agent.request("session/load", { sessionId, cwd, mcpServers: [] }))
+      // Every update of the replay came before the answer.
+      const replayed = [...second.updates]
+      expect(loaded.modes?.currentModeId).toBe("default")
+      expect(textOf(replayed, "user_message_chunk")).toContain("hello")
+      expect(textOf(replayed, "user_message_chunk")).toContain("$ echo loaded > loaded.txt")
+      expect(textOf(replayed, "agent_message_chunk")).toBe(shown)
+      const call = replayed.find((n) => n.update.sessionUpdate === "tool_call")
+      expect(call?.update.sessionUpdate === "tool_call" && [call.update.title, call.update.status]).toEqual(["echo loaded > loaded.txt", "completed"])
+      expect((yield* prompt(second, sessionId, "hello again")).stopReason).toBe("end_turn")
+      expect(textOf(second.updates.slice(replayed.length), "agent_message_chunk")).toMatch(/fake model/)
+      expect((yield* closeStdin(second)).code).toBe(0)
+      expect(processesIn(cwd)).toEqual([])
+    }), 300_000)
+
+  it.scopedLive("the CLI's death fails the prompt with a JSON-RPC error carrying its exit and stderr", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const root = Path.join(cwd, ".root")
+      const agent = yield* start(["--fake-model", "--root", root, "--pool", "0"], { cwd })
+      const { sessionId } = yield* newSession(agent, cwd)
+      const slow = agent.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "[slow] a long one" }] })
+      yield* Effect.promise(() => agent.waitFor(isUpdate(sessionId, "agent_message_chunk")))
+      const cli = processesIn(cwd).filter((pid) => pid !== agent.child.pid)
+      expect(cli.length).toBeGreaterThan(0)
+      for (const pid of cli) process.kill(pid, "SIGKILL")
+      const error = yield* Effect.promise(() => slow.then(() => undefined, (e: unknown) => e))
+      expect(error).toMatchObject({ code: -32603, data: { kind: "CliDied", signal: "SIGKILL" } })
+      expect(String(error instanceof Error ? error.message : error)).toMatch(/exited with signal SIGKILL/)
+      expect((yield* closeStdin(agent)).code).toBe(0)
+      expect(processesIn(cwd)).toEqual([])
+    }), 300_000)
+})
+
+describe("skein acp, through acpx", () => {
+  const acpxBin = Path.resolve(import.meta.dirname, "../../../node_modules/acpx/dist/cli.js")
+
+  /** `acpx --format json … --agent "skein acp …" exec <prompt>`: its JSON-RPC transcript, one message a line. */
+  const acpx = (cwd: string, root: string, flags: ReadonlyArray<string>, text: string) =>
+    Effect.promise(() =>
+      new Promise<{ readonly code: number | null; readonly messages: ReadonlyArray<Record<string, unknown>> }>((resolve) => {
+        const agentCommand = `${process.execPath} ${bin} acp --fake-model --root ${root}`
+        const child = ChildProcess.spawn(process.execPath, [acpxBin, "--format", "json", ...flags, "--agent", agentCommand, "exec", text], {
+          cwd,
+          env: { ...process.env, HOME: root, NO_COLOR: "1" },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let out = ""
+        child.stdout.setEncoding("utf8").on("data", (t: string) => (out += t))
+        child.once("close", (code) =>
+          resolve({
+            code,
+            messages: out.split("\n").filter((l) => l.startsWith("{")).map((l): Record<string, unknown> => JSON.parse(l))
+          }))
+      })
+    )
+
+  const field = (value: unknown, key: string): unknown =>
+    typeof value === "object" && value !== null && !Array.isArray(value) ? Reflect.get(value, key) : undefined
+
+  /** The updates acpx received, as `[kind, text of the content, status]`. */
+  const updatesOf = (messages: ReadonlyArray<Record<string, unknown>>) =>
+    messages.flatMap((m) => {
+      if (m["method"] !== "session/update") return []
+      const update = field(m["params"], "update")
+      return [{
+        kind: String(field(update, "sessionUpdate")),
+        text: String(field(field(update, "content"), "text") ?? ""),
+        status: field(update, "status")
+      }]
+    })
+
+  it.scopedLive("a prompt streams its reply; a Bash call runs with --approve-all and not with --deny-all; no process is left", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const root = Path.join(cwd, ".root")
+      Fs.mkdirSync(root)
+
+      const hello = yield* acpx(cwd, root, ["--approve-all"], "hello")
+      expect(hello.code).toBe(0)
+      const chunks = updatesOf(hello.messages).filter((u) => u.kind === "agent_message_chunk")
+      expect(chunks.length).toBeGreaterThan(1)
+      expect(chunks.map((u) => u.text).join("")).toMatch(/fake model/)
+      expect(hello.messages.some((m) => JSON.stringify(m["result"] ?? null).includes("\"stopReason\":\"end_turn\""))).toBe(true)
+
+      const allowed = yield* acpx(cwd, root, ["--approve-all"], "$ echo yes > approved.txt")
+      expect(allowed.code).toBe(0)
+      expect(allowed.messages.some((m) => m["method"] === "session/request_permission")).toBe(true)
+      expect(Fs.readFileSync(Path.join(cwd, "approved.txt"), "utf8")).toBe("yes\n")
+
+      const denied = yield* acpx(cwd, root, ["--deny-all"], "$ echo no > denied.txt")
+      expect(denied.messages.some((m) => m["method"] === "session/request_permission")).toBe(true)
+      expect(Fs.existsSync(Path.join(cwd, "denied.txt"))).toBe(false)
+      expect(updatesOf(denied.messages).some((u) => u.kind === "tool_call_update" && u.status === "failed")).toBe(true)
+
       expect(processesIn(cwd)).toEqual([])
     }), 300_000)
 })
