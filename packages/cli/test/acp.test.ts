@@ -6,7 +6,11 @@
  */
 import type * as Acp from "@agentclientprotocol/sdk/unstable"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { NodeContext } from "@effect/platform-node"
+import { ProcessHost } from "@skein/kernel"
+import { Session } from "@skein/session"
+import { ClaudeCli, CliRelease, FakeModel } from "@skein/testkit"
+import { Effect, Layer } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -231,6 +235,43 @@ describe("skein acp, through acpx", () => {
       expect(Fs.existsSync(Path.join(cwd, "denied.txt"))).toBe(false)
       expect(updatesOf(denied.messages).some((u) => u.kind === "tool_call_update" && u.status === "failed")).toBe(true)
 
+      expect(processesIn(cwd)).toEqual([])
+    }), 300_000)
+})
+
+describe("skein acp and an older CLI's transcript", () => {
+  it.scopedLive(`session/load replays a conversation the ${CliRelease.defaultVersion} CLI wrote, and goes on with it`, () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const root = Path.join(cwd, ".root")
+      const tmpDir = Path.join(cwd, ".tmp")
+      Fs.mkdirSync(root)
+      Fs.mkdirSync(tmpDir)
+      // The old CLI writes the transcript, offline against a FakeModel of the test's own.
+      const release = yield* CliRelease.install()
+      const sessionId = yield* Effect.scoped(Effect.gen(function*() {
+        const model = yield* FakeModel.make({ replies: [FakeModel.text("Hello from the old CLI.")] })
+        const session = yield* Session.start({
+          cwd,
+          configDir: root,
+          env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: root, tmpDir }),
+          // The 2.0 line has no --bare.
+          executable: release.command,
+          executableArgs: release.args
+        })
+        const turn = yield* session.send("hello, old CLI")
+        yield* turn.result
+        return yield* session.sessionId
+      })).pipe(Effect.provide(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer)))
+
+      const agent = yield* start(["--fake-model", "--root", root], { cwd })
+      yield* Effect.promise(() => agent.agent.request("session/load", { sessionId, cwd, mcpServers: [] }))
+      const replayed = [...agent.updates]
+      expect(textOf(replayed, "user_message_chunk")).toBe("hello, old CLI")
+      expect(textOf(replayed, "agent_message_chunk")).toBe("Hello from the old CLI.")
+      expect((yield* prompt(agent, sessionId, "hello again")).stopReason).toBe("end_turn")
+      expect(textOf(agent.updates.slice(replayed.length), "agent_message_chunk")).toMatch(/fake model/)
+      expect((yield* closeStdin(agent)).code).toBe(0)
       expect(processesIn(cwd)).toEqual([])
     }), 300_000)
 })
