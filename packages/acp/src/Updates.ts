@@ -6,7 +6,7 @@
  * to what an ACP client draws: text to `agent_message_chunk`, reasoning to
  * `agent_thought_chunk`, a tool part to `tool_call` the first time and
  * `tool_call_update` after, a `TodoWrite` to `plan`, a turn's metrics to
- * `usage_update`. A part's text may arrive as deltas (streamed) or whole
+ * `usage_update`, a compaction to a line of agent text. A part's text may arrive as deltas (streamed) or whole
  * (a transcript, a CLI without partial messages): the mapper remembers how
  * much of each part it sent and sends only the rest, so both give the same
  * chunks in the end.
@@ -68,6 +68,7 @@ export const make = (options: Options): Mapper => {
   const parts = new Map<string, Seen>()
   const tools = new Map<string, SeenTool>()
   const plans = new Set<string>()
+  const compactions = new Set<string>()
   const contextWindow = options.contextWindow ?? defaultContextWindow
 
   const onText = (part: Canonical.TextPart | Canonical.ReasoningPart): ReadonlyArray<Acp.SessionUpdate> => {
@@ -136,6 +137,12 @@ export const make = (options: Options): Mapper => {
         return onText(part)
       case "tool":
         return onTool(part)
+      case "compaction": {
+        if (compactions.has(part.id)) return []
+        compactions.add(part.id)
+        const text = `${part.auto ? "The conversation was compacted automatically" : "The conversation was compacted"}: a summary now stands for the earlier messages.\n\n`
+        return [chunk("assistant", "text", text, part.messageID)]
+      }
       case "file": {
         if (!options.users || roles.get(part.messageID) !== "user") return []
         const update = fileChunk(part)
