@@ -12,22 +12,21 @@
 import type * as Acp from "@agentclientprotocol/sdk/unstable"
 import { EventTranslator } from "@skein/canonical"
 import { CompactableSession, Compaction } from "@skein/compact"
-import type { Anthropic, CliMessage } from "@skein/protocol"
+import type { Anthropic } from "@skein/protocol"
 import { Permissions, type Session, type SessionError, type Turn } from "@skein/session"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import { type AcpError, CliDied, PromptInProgress, SessionFailed } from "../AcpError.js"
-import * as Updates from "../Updates.js"
 import * as Commands from "./commands.js"
 import * as Modes from "./modes.js"
+import * as PermissionAsk from "./permissionAsk.js"
 import * as PromptContent from "./promptContent.js"
-import * as ToolCalls from "./toolCalls.js"
+import * as Pump from "./pump.js"
 
 /** What a session needs of the client's side of the connection. */
 export interface Client {
@@ -56,12 +55,6 @@ export interface LiveSession {
   readonly setMode: (mode: string) => Effect.Effect<void, AcpError>
   readonly mode: Effect.Effect<string>
 }
-
-const permissionOptions: Array<Acp.PermissionOption> = [
-  { optionId: "allow_once", name: "Allow once", kind: "allow_once" },
-  { optionId: "allow_always", name: "Always allow in this session", kind: "allow_always" },
-  { optionId: "reject", name: "Reject", kind: "reject_once" }
-]
 
 /** A cancelled prompt answers within a second of `session/cancel`, whatever the CLI still does. */
 const cancelAnswer = Duration.millis(800)
@@ -98,39 +91,7 @@ export const start = Effect.fn("AcpSession.start")(function*(options: Options) {
   const busy = yield* Effect.makeSemaphore(1)
   const update = (u: Acp.SessionUpdate) => client.update(acpId, u)
 
-  const ask = (request: Permissions.PermissionRequest): Effect.Effect<Permissions.PermissionDecision> =>
-    Effect.gen(function*() {
-      if ((yield* SubscriptionRef.get(mode)) === "bypassPermissions") return Permissions.allow()
-      if ((yield* Ref.get(alwaysAllowed)).has(request.toolName)) return Permissions.allow()
-      const epoch = yield* SubscriptionRef.get(cancels)
-      const cli = { tool: request.toolName, input: request.input }
-      const asked = client.requestPermission({
-        sessionId: acpId,
-        toolCall: {
-          toolCallId: request.toolUseId,
-          title: ToolCalls.titleOf(cli),
-          kind: ToolCalls.kindOf(request.toolName),
-          status: "pending",
-          locations: ToolCalls.locationsOf(cli),
-          rawInput: request.input
-        },
-        options: permissionOptions
-      })
-      const withdrawn = cancels.changes.pipe(Stream.filter((n) => n > epoch), Stream.runHead, Effect.as(undefined))
-      const answer = yield* Effect.raceFirst(Effect.option(asked), withdrawn)
-      if (answer === undefined || Option.isNone(answer) || answer.value.outcome.outcome === "cancelled") {
-        return Permissions.deny("The user cancelled the turn", { interrupt: true })
-      }
-      switch (answer.value.outcome.optionId) {
-        case "allow_always":
-          yield* Ref.update(alwaysAllowed, (set) => new Set([...set, request.toolName]))
-          return Permissions.allow()
-        case "allow_once":
-          return Permissions.allow()
-        default:
-          return Permissions.deny("The user rejected this tool call")
-      }
-    })
+  const ask = PermissionAsk.make({ acpId, client, mode, alwaysAllowed, cancels })
   const permissions = Permissions.make(ask, { timeout: Duration.hours(24) })
 
   const compactable = yield* CompactableSession.start(options.session).pipe(
@@ -138,48 +99,16 @@ export const start = Effect.fn("AcpSession.start")(function*(options: Options) {
     Effect.mapError((e) => new SessionFailed({ sessionId: acpId, reason: `the CLI did not start: ${e.message}` }))
   )
 
-  // ---- the pump ------------------------------------------------------------
-  const mapper = Updates.make({ users: false, contextWindow: options.contextWindow })
-  let translator = options.translator ?? EventTranslator.initial({ cliSessionId: acpId, cwd: options.session.cwd })
-  let commands = ""
-  let named = false
-  const onInit = (init: CliMessage.Init) =>
-    Effect.gen(function*() {
-      if (!named) {
-        named = true
-        if (options.onCliSessionId !== undefined) yield* options.onCliSessionId(init.session_id)
-      }
-      const available = Commands.fromInit(init)
-      const key = JSON.stringify(available)
-      if (key !== commands) {
-        commands = key
-        yield* update({ sessionUpdate: "available_commands_update", availableCommands: available })
-      }
-      const current = yield* SubscriptionRef.get(mode)
-      // The user's settings may start the CLI in another mode; a host-kept bypass stays as it is.
-      if (Modes.isMode(init.permissionMode) && init.permissionMode !== current && current !== "bypassPermissions") {
-        yield* SubscriptionRef.set(mode, init.permissionMode)
-        yield* update({ sessionUpdate: "current_mode_update", currentModeId: init.permissionMode })
-      }
-    })
-  const pumpOne = (input: EventTranslator.Input) =>
-    Effect.gen(function*() {
-      const message = input._tag === "Cli" && input.event._tag === "Message" ? input.event.message : undefined
-      if (message?.type === "system" && message.subtype === "init") yield* onInit(message)
-      const [next, events] = EventTranslator.step(translator, input)
-      translator = next
-      for (const event of events) {
-        for (const u of mapper.map(event)) yield* update(u)
-      }
-      if (message?.type === "result") yield* SubscriptionRef.update(resultsSent, (n) => n + 1)
-    })
-  const bus = yield* compactable.subscribe
-  yield* Stream.fromQueue(bus).pipe(
-    Stream.map((event): Turn.SessionEvent => event),
-    EventTranslator.withTurns,
-    Stream.runForEach(pumpOne),
-    Effect.forkScoped
-  )
+  yield* Pump.run({
+    acpId,
+    events: compactable.subscribe,
+    update,
+    mode,
+    resultsSent,
+    translator: options.translator ?? EventTranslator.initial({ cliSessionId: acpId, cwd: options.session.cwd }),
+    contextWindow: options.contextWindow,
+    onCliSessionId: options.onCliSessionId
+  })
 
   // ---- prompts -------------------------------------------------------------
   const say = (text: string) => update({ sessionUpdate: "agent_message_chunk", content: { type: "text", text } })
@@ -285,4 +214,3 @@ export const start = Effect.fn("AcpSession.start")(function*(options: Options) {
 })
 
 export type StartContext = Effect.Effect.Context<ReturnType<typeof start>>
-export type { Scope }
