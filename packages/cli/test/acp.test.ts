@@ -126,14 +126,25 @@ describe("skein acp, through the ACP SDK's client", () => {
       expect(processesIn(cwd)).toEqual([])
     }), 300_000)
 
-  it.scopedLive("session/load in a new skein acp replays the conversation before it answers, and the session goes on", () =>
+  it.scopedLive("allow always holds for the session; session/load in a new skein acp replays the conversation before it answers; fork, list, close and resume", () =>
     Effect.gen(function*() {
       const cwd = yield* folder
       const root = Path.join(cwd, ".root")
-      const first = yield* start(["--fake-model", "--root", root], { cwd, permission: () => Promise.resolve(selected("allow_once")) })
+      let asks = 0
+      const first = yield* start(["--fake-model", "--root", root], {
+        cwd,
+        permission: () => {
+          asks++
+          return Promise.resolve(selected("allow_always"))
+        }
+      })
       const { sessionId } = yield* newSession(first, cwd)
       yield* prompt(first, sessionId, "hello")
       yield* prompt(first, sessionId, "$ echo loaded > loaded.txt")
+      // Allowed always: the next Bash call of the session runs unasked.
+      yield* prompt(first, sessionId, "$ echo again > again.txt")
+      expect(asks).toBe(1)
+      expect(Fs.existsSync(Path.join(cwd, "again.txt"))).toBe(true)
       const shown = textOf(first.updates, "agent_message_chunk")
       expect((yield* closeStdin(first)).code).toBe(0)
 
@@ -151,6 +162,19 @@ describe("skein acp, through the ACP SDK's client", () => {
       expect(call?.update.sessionUpdate === "tool_call" && [call.update.title, call.update.status]).toEqual(["echo loaded > loaded.txt", "completed"])
       expect((yield* prompt(second, sessionId, "hello again")).stopReason).toBe("end_turn")
       expect(textOf(second.updates.slice(replayed.length), "agent_message_chunk")).toMatch(/fake model/)
+
+      // A fork is a new session over the same history; closing the original leaves the fork running.
+      const forked = yield* Effect.promise(() => second.agent.request("session/fork", { sessionId, cwd }))
+      expect(forked.sessionId).not.toBe(sessionId)
+      yield* Effect.promise(() => second.agent.request("session/close", { sessionId }))
+      expect((yield* prompt(second, forked.sessionId, "hello from the fork")).stopReason).toBe("end_turn")
+      const afterFork = yield* Effect.promise(() => second.agent.request("session/list", { cwd }))
+      expect(afterFork.sessions.map((s) => s.sessionId)).toEqual(expect.arrayContaining([sessionId, forked.sessionId]))
+      // The closed one resumes, without a replay.
+      const before = second.updates.length
+      yield* Effect.promise(() => second.agent.request("session/resume", { sessionId, cwd }))
+      expect(second.updates.slice(before).filter((n) => n.sessionId === sessionId)).toEqual([])
+      expect((yield* prompt(second, sessionId, "hello after resume")).stopReason).toBe("end_turn")
       expect((yield* closeStdin(second)).code).toBe(0)
       expect(processesIn(cwd)).toEqual([])
     }), 300_000)
