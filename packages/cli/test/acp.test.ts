@@ -191,7 +191,7 @@ describe("skein acp, through the ACP SDK's client", () => {
       expect(cli.length).toBeGreaterThan(0)
       for (const pid of cli) process.kill(pid, "SIGKILL")
       const error = yield* Effect.promise(() => slow.then(() => undefined, (e: unknown) => e))
-      expect(error).toMatchObject({ code: -32603, data: { kind: "CliDied", signal: "SIGKILL" } })
+      expect(error).toMatchObject({ code: -32603, data: { kind: "CliDied", signal: "SIGKILL", exitCode: null, stderrTail: expect.any(String) } })
       expect(String(error instanceof Error ? error.message : error)).toMatch(/exited with signal SIGKILL/)
       expect((yield* closeStdin(agent)).code).toBe(0)
       expect(processesIn(cwd)).toEqual([])
