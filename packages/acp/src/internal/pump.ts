@@ -3,7 +3,8 @@
  * over them (turn boundaries included, `EventTranslator.withTurns`) and
  * each canonical event goes to the client as what `Updates` makes of it, in
  * order. The CLI's `init` names the session, lists its commands and reports
- * the mode the user's settings chose; each `result` is counted once its
+ * the mode the user's settings chose (a `status` reports a mode the CLI
+ * changed by itself); each `result` is counted once its
  * updates are sent, so a prompt can answer after them.
  */
 import type * as Acp from "@agentclientprotocol/sdk/unstable"
@@ -51,18 +52,25 @@ export const run = (options: Options) =>
           commands = key
           yield* update({ sessionUpdate: "available_commands_update", availableCommands: available })
         }
+        // The user's settings may start the CLI in another mode.
+        yield* modeReported(init.permissionMode)
+      })
+
+    /** The CLI says which mode it is in (at `init`, and in `status` when it changes one itself, as leaving plan mode does). */
+    const modeReported = (reported: string | undefined) =>
+      Effect.gen(function*() {
         const current = yield* SubscriptionRef.get(mode)
-        // The user's settings may start the CLI in another mode; a host-kept bypass stays as it is.
-        if (Modes.isMode(init.permissionMode) && init.permissionMode !== current && current !== "bypassPermissions") {
-          yield* SubscriptionRef.set(mode, init.permissionMode)
-          yield* update({ sessionUpdate: "current_mode_update", currentModeId: init.permissionMode })
-        }
+        // A host-kept bypass stays as it is: the CLI may run in `default` beneath it.
+        if (reported === undefined || !Modes.isMode(reported) || reported === current || current === "bypassPermissions") return
+        yield* SubscriptionRef.set(mode, reported)
+        yield* update({ sessionUpdate: "current_mode_update", currentModeId: reported })
       })
 
     const pumpOne = (input: EventTranslator.Input) =>
       Effect.gen(function*() {
         const message = input._tag === "Cli" && input.event._tag === "Message" ? input.event.message : undefined
         if (message?.type === "system" && message.subtype === "init") yield* onInit(message)
+        if (message?.type === "system" && message.subtype === "status") yield* modeReported(message.permissionMode)
         const [next, events] = EventTranslator.step(translator, input)
         translator = next
         for (const event of events) {
