@@ -198,6 +198,22 @@ describe("skein acp, through the ACP SDK's client", () => {
     }), 300_000)
 })
 
+describe("skein acp when the editor quits mid-turn", () => {
+  it.scopedLive("stdin closing while a prompt streams ends the session and the process, leaving no process", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const root = Path.join(cwd, ".root")
+      const agent = yield* start(["--fake-model", "--root", root], { cwd })
+      const { sessionId } = yield* newSession(agent, cwd)
+      agent.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "[slow] a long one" }] }).catch(() => undefined)
+      yield* Effect.promise(() => agent.waitFor(isUpdate(sessionId, "agent_message_chunk")))
+      expect(processesIn(cwd).length).toBeGreaterThan(1)
+      const exit = yield* closeStdin(agent)
+      expect(exit.code).toBe(0)
+      expect(processesIn(cwd)).toEqual([])
+    }), 300_000)
+})
+
 describe("skein acp, through acpx", () => {
   const acpxBin = Path.resolve(import.meta.dirname, "../../../node_modules/acpx/dist/cli.js")
 
