@@ -8,6 +8,7 @@ import { Cause, Console, Effect, Either } from "effect"
 import { CliError, interruptedCode, oneLine } from "./CliError.js"
 import { CtrlC } from "./CtrlC.js"
 import * as Argv from "./internal/argv.js"
+import { acp, acpSpec } from "./Acp.js"
 import { chat, chatSpec, run, runSpec } from "./Run.js"
 import { compact, compactSpec } from "./Compact.js"
 import { dream, dreamSpec, memory, memorySpec } from "./Memory.js"
@@ -23,10 +24,10 @@ export const skein = Command.make("skein").pipe(
     HelpDoc.p("Run and keep Claude Code sessions from the terminal. Options go before or after the command; --help on any command shows its own."),
     HelpDoc.p("Example: skein run \"what does this folder hold?\" --allow Read")
   ])),
-  Command.withSubcommands([run, chat, serve, sessions, tasks, compact, memory, dream, pipeline])
+  Command.withSubcommands([run, chat, serve, sessions, tasks, compact, memory, dream, pipeline, acp])
 )
 
-export const spec: Argv.Spec = { name: "skein", options: Options.getUsage(Options.none), children: [runSpec, chatSpec, serveSpec, sessionsSpec, tasksSpec, compactSpec, memorySpec, dreamSpec, pipelineSpec] }
+export const spec: Argv.Spec = { name: "skein", options: Options.getUsage(Options.none), children: [runSpec, chatSpec, serveSpec, sessionsSpec, tasksSpec, compactSpec, memorySpec, dreamSpec, pipelineSpec, acpSpec] }
 
 const usageCode = 2
 

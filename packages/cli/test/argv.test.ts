@@ -56,7 +56,7 @@ describe("Argv.normalize", () => {
       Either.left("option --json does not apply to 'skein sessions rm' (see skein sessions rm --help)")
     )
     expect(normalize(["bogus"])).toEqual(
-      Either.left("unknown command 'bogus' for 'skein' (expected run, chat, serve, sessions, tasks, compact, memory, dream, pipeline)")
+      Either.left("unknown command 'bogus' for 'skein' (expected run, chat, serve, sessions, tasks, compact, memory, dream, pipeline, acp)")
     )
     expect(normalize(["sessions"])).toEqual(
       Either.left("'skein sessions' needs a command: list, show, branch, resume, rm (see skein sessions --help)")
