@@ -38,6 +38,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
 import { Readable, Writable } from "node:stream"
+import { inheritedEnv, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 5)
 const anchorVersion = "0.101.0"
@@ -46,31 +47,8 @@ const prompt = "Say hello"
 const cli = await Effect.runPromise(Effect.orDie(ClaudeCli.executable))
 const skeinBin = Path.resolve(import.meta.dirname, "../packages/cli/bin/skein.js")
 
-/** The host's environment without anything that would steer the CLI elsewhere. */
-const inherited = Object.fromEntries(
-  Object.entries(process.env).filter((entry): entry is [string, string] =>
-    entry[1] !== undefined && !/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(entry[0])
-  )
-)
-
-const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-acp-"))
-let runCount = 0
-
-interface RunDirs {
-  readonly configDir: string
-  readonly cwd: string
-  readonly tmpDir: string
-}
-
-const freshDirs = (): RunDirs => {
-  const base = Path.join(root, `run-${++runCount}`)
-  const make = (name: string) => {
-    const dir = Path.join(base, name)
-    Fs.mkdirSync(dir, { recursive: true })
-    return Fs.realpathSync(dir)
-  }
-  return { configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
-}
+const inherited = inheritedEnv()
+const { fresh: freshDirs, root } = runDirs("acp")
 
 /** Pids of processes whose working folder is `cwd`. */
 const processesIn = (cwd: string): ReadonlyArray<number> =>

@@ -53,6 +53,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
 import * as Url from "node:url"
+import { inheritedEnv, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 20)
 /** Where FakeModel runs: a process of its own (the default), or this one (`--model-in-process`, how the bench measured before). */
@@ -68,31 +69,8 @@ const cliVersion: unknown = JSON.parse(
   Fs.readFileSync(Path.join(Path.dirname(Path.dirname(cli)), "package.json"), "utf8")
 ).version
 
-/** The host's environment without anything that would steer the CLI elsewhere. */
-const inherited = Object.fromEntries(
-  Object.entries(process.env).filter((entry): entry is [string, string] =>
-    entry[1] !== undefined && !/^(ANTHROPIC_|CLAUDE|OTEL_)/.test(entry[0])
-  )
-)
-
-const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-bench-startup-"))
-let runCount = 0
-
-interface RunDirs {
-  readonly configDir: string
-  readonly cwd: string
-  readonly tmpDir: string
-}
-
-const freshDirs = (): RunDirs => {
-  const base = Path.join(root, `run-${++runCount}`)
-  const make = (name: string) => {
-    const dir = Path.join(base, name)
-    Fs.mkdirSync(dir, { recursive: true })
-    return dir
-  }
-  return { configDir: make("config"), cwd: make("cwd"), tmpDir: make("tmp") }
-}
+const inherited = inheritedEnv()
+const { fresh: freshDirs, root } = runDirs("startup")
 
 const envFor = (baseUrl: string, d: RunDirs): Record<string, string> => ({
   ...inherited,
