@@ -73,7 +73,7 @@ const eventsRoute = (options: Options, global: boolean, closing: Deferred.Deferr
       const dir = global ? undefined : yield* Effect.provideService(directoryOf(request, options.roots), FileSystem.FileSystem, fs)
       const url = new URL(request.url, "http://localhost")
       const last = request.headers["last-event-id"] ?? url.searchParams.get("lastEventId") ?? undefined
-      const lastEventId = last === undefined || !/^\d+$/.test(last) ? undefined : Number(last)
+      const lastEventId = last === undefined || last.trim() === "" ? undefined : last
       const stream = yield* Sse.stream({
         events,
         broker,

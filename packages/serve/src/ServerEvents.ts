@@ -47,6 +47,8 @@ export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<Serve
   /** Records from `from` on, then live: no gap, no duplicate. */
   readonly follow: (from: number) => Stream.Stream<Record, EventLog.EventLogError>
   readonly nextSeq: Effect.Effect<number>
+  /** The log's incarnation: SSE ids are `<epoch>-<seq>`, so a cursor of a wiped or replaced log is known as foreign. */
+  readonly epoch: string
   /**
    * Records this server published that match the filter: a subscriber's lag
    * counts only what it would get, not the legacy records a canonical
@@ -93,6 +95,7 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
         : log.appendAll(events.map((payload) => ({ directory, payload }))).pipe(Effect.tap((records) => Effect.sync(() => tally.add(records)))),
     follow: (from) => log.follow(from),
     nextSeq: log.nextSeq,
+    epoch: log.epoch,
     published: (filter) => Effect.sync(() => tally.get(filter)),
     firstSeq: log.firstSeq,
     track: (delivered) =>

@@ -61,7 +61,7 @@ const readingClient = (url: string, headers: Record<string, string>, last: numbe
       while ((end = buffer.indexOf("\n\n")) >= 0) {
         const raw = buffer.slice(0, end)
         buffer = buffer.slice(end + 2)
-        const id = /^id: (\d+)$/m.exec(raw)
+        const id = /^id: (?:[0-9a-z]+-)?(\d+)$/m.exec(raw)
         const data = /^data: (.*)$/m.exec(raw)
         if (data === null) continue
         const event: { type: string; properties: { delta?: string } } = JSON.parse(data[1]!)

@@ -95,17 +95,19 @@ describe("the event stream the dashboard reads", () => {
     Effect.gen(function*() {
       const server = yield* Harness.start(undefined)
       const before = (yield* server.events.nextSeq) - 1
+      // Ids are `<epoch>-<seq>`; a bare seq (an older server's id) resumes in this log too.
+      const id = (seq: number) => `${server.events.epoch}-${seq}`
       // Frames that are not events carry the cursor the client holds: here, the end of the log.
-      expect(yield* frames(server, "/global/event?eventVersion=2", 1)).toEqual([[`${before}`, "server.connected"]])
+      expect(yield* frames(server, "/global/event?eventVersion=2", 1)).toEqual([[id(before), "server.connected"]])
       yield* server.events.publish(server.dirs.cwd, [
         Canonical.event("session.message", { sessionID: "ses_x", message: {} }),
         Canonical.event("session.idle", { sessionID: "ses_x" })
       ])
-      const [legacy, idle] = [`${before + 1}`, `${before + 2}`]
+      const [legacy, idle] = [id(before + 1), id(before + 2)]
       const all = yield* frames(server, `/global/event?lastEventId=${before}`, 3)
-      expect(all).toEqual([[`${before}`, "server.connected"], [legacy, "session.message"], [idle, "session.idle"]])
+      expect(all).toEqual([[id(before), "server.connected"], [legacy, "session.message"], [idle, "session.idle"]])
       const canonical = yield* frames(server, `/global/event?eventVersion=2&lastEventId=${before}`, 2)
-      expect(canonical).toEqual([[`${before}`, "server.connected"], [idle, "session.idle"]])
+      expect(canonical).toEqual([[id(before), "server.connected"], [idle, "session.idle"]])
       // The header (what EventSource sends when it reconnects) wins over the query the page opened with.
       const resumed = yield* frames(server, `/global/event?eventVersion=2&lastEventId=${before}`, 2, { "last-event-id": legacy })
       expect(resumed).toEqual([[legacy, "server.connected"], [idle, "session.idle"]])

@@ -14,7 +14,7 @@ const decodeFrame = (raw: string): Frame | undefined => {
   let id: number | undefined
   let data = ""
   for (const line of raw.split("\n")) {
-    if (line.startsWith("id: ")) id = Number(line.slice(4))
+    if (line.startsWith("id: ")) id = Number(line.slice(4).split("-").pop())
     else if (line.startsWith("data: ")) data += line.slice(6)
   }
   if (id === undefined || data === "") return undefined

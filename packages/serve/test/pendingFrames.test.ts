@@ -45,7 +45,7 @@ describe("pendingFrames", () => {
     })
     const frames = PendingFrames.make(caps)
     for (const item of [lazy(1, "a", "x"), lazy(2, "a", "y"), lazy(3, "a", "z")]) expect(frames.add(item)).toBe(true)
-    expect(PendingFrames.render(frames.drain(), 0).text).toBe(`id: 3\ndata: ${render(3, "xyz")}\n\n`)
+    expect(PendingFrames.render(frames.drain(), 0, "e").text).toBe(`id: e-3\ndata: ${render(3, "xyz")}\n\n`)
     // Only the delta that started the frame was read (for its size and its text).
     expect(new Set(rendered)).toEqual(new Set([1]))
   })
@@ -56,8 +56,8 @@ describe("pendingFrames", () => {
     frames.control({ render: (cursor) => `{"at":${cursor}}` })
     expect(frames.stats().coalesced).toBe(1)
     // The "a" frame carries 1 and 3, the "b" frame 2: the first frame's id is 1, the second's 3.
-    const { cursor, text } = PendingFrames.render(frames.drain(), 0)
-    expect(text).toBe(`id: 1\ndata: ${render(3, "xz")}\n\nid: 3\ndata: ${render(2, "y")}\n\nid: 3\ndata: {"at":3}\n\n`)
+    const { cursor, text } = PendingFrames.render(frames.drain(), 0, "e")
+    expect(text).toBe(`id: e-1\ndata: ${render(3, "xz")}\n\nid: e-3\ndata: ${render(2, "y")}\n\nid: e-3\ndata: {"at":3}\n\n`)
     expect(cursor).toBe(3)
   })
 

@@ -24,7 +24,7 @@ const framesOf = (text: string): ReadonlyArray<Frame> =>
     let id: number | undefined
     let data = ""
     for (const line of raw.split("\n")) {
-      if (line.startsWith("id: ")) id = Number(line.slice(4))
+      if (line.startsWith("id: ")) id = Number(line.slice(4).split("-").pop())
       if (line.startsWith("data: ")) data = line.slice(6)
     }
     const json: { type: string; properties: Frame["properties"] } = JSON.parse(data)
@@ -84,6 +84,37 @@ const lagged = (canonicalOnly: boolean, pairs: number, maxLag: number, maxEvents
     return framesOf(text)
   })
 
+
+/** Raw `id:` lines and event types of a client that connects to `events` holding `lastEventId`, until `until` frames with data. */
+const connectWith = (events: ServerEvents.ServerEvents["Type"], lastEventId: string | undefined, until: number) =>
+  Effect.gen(function*() {
+    const broker = yield* PermissionBroker.make()
+    const stream = yield* Sse.stream({
+      events,
+      broker,
+      directory,
+      lastEventId,
+      canonicalOnly: true,
+      heartbeat: "1 hour",
+      maxLag: 1_000
+    })
+    let text = ""
+    const frames = () =>
+      text.split("\n\n").filter((raw) => raw.includes("data: ")).map((raw) => {
+        const data: { type: string; properties: Record<string, unknown> } = JSON.parse(/^data: (.*)$/m.exec(raw)![1]!)
+        return { id: /^id: (.*)$/m.exec(raw)?.[1], data }
+      })
+    yield* stream.pipe(
+      Stream.decodeText(),
+      Stream.tap((chunk) => Effect.sync(() => void (text += chunk))),
+      Stream.takeUntil(() => frames().length >= until),
+      Stream.runDrain
+    )
+    return frames()
+  })
+
+const infos = (n: number) => Array.from({ length: n }, (_, i) => Canonical.event("session.info", { sessionID: "ses_lag", message: `event ${i}` }))
+
 describe("Sse.stream", () => {
   it.scoped("a canonical-only client's lag counts only canonical events: 150 records behind, 75 of them its own, within maxLag 100", () =>
     Effect.gen(function*() {
@@ -108,5 +139,34 @@ describe("Sse.stream", () => {
       const frames = yield* lagged(false, 150, 10, 2048)
       expect(frames.some((f) => f.type === "server.resync")).toBe(false)
       expect(deltaText(frames)).toBe(expectedText(150))
+    }).pipe(Effect.provide(NodeContext.layer)))
+  it.scoped("a Last-Event-ID beyond the end of the log, or from a wiped log, gets server.resync and this log's own ids, never clamped", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      // The first incarnation: a server whose config folder is then wiped (e.g. `--fake-model` restarted).
+      const old = yield* ServerEvents.make({ dir: yield* fs.makeTempDirectoryScoped({ prefix: "skein-sse-old-" }) })
+      const held = (yield* old.publish(directory, infos(5))).at(-1)!
+      const oldCursor = `${old.epoch}-${held.seq}`
+      const events = yield* ServerEvents.make({ dir: yield* fs.makeTempDirectoryScoped({ prefix: "skein-sse-new-" }) })
+      expect(events.epoch).not.toBe(old.epoch)
+      const records = yield* events.publish(directory, infos(3))
+      const ids = records.map((r) => `${events.epoch}-${r.seq}`)
+
+      // connected, resync, then the new log from its start under ids the client never held.
+      const foreign = yield* connectWith(events, oldCursor, 5)
+      expect(foreign.map((f) => f.data.type)).toEqual(["server.connected", "server.resync", "session.info", "session.info", "session.info"])
+      expect(foreign[1]!.data.properties["reason"]).toBe("other epoch")
+      expect(foreign.slice(2).map((f) => f.id)).toEqual(ids)
+      expect(foreign.slice(2).some((f) => f.id === oldCursor)).toBe(false)
+
+      // A bare seq past the end (a client of an older server) is not clamped either.
+      const beyond = yield* connectWith(events, "40", 5)
+      expect(beyond[1]!.data.properties["reason"]).toBe("beyond the end")
+      expect(beyond.slice(2).map((f) => f.id)).toEqual(ids)
+
+      // This log's own cursor resumes after it, with no resync.
+      const own = yield* connectWith(events, ids[0]!, 3)
+      expect(own.map((f) => f.data.type)).toEqual(["server.connected", "session.info", "session.info"])
+      expect(own.slice(1).map((f) => f.id)).toEqual(ids.slice(1))
     }).pipe(Effect.provide(NodeContext.layer)))
 })

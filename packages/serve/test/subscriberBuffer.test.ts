@@ -25,7 +25,7 @@ const frames = (text: string): ReadonlyArray<Frame> =>
     let id: number | undefined
     let data = ""
     for (const line of raw.split("\n")) {
-      if (line.startsWith("id: ")) id = Number(line.slice(4))
+      if (line.startsWith("id: ")) id = Number(line.slice(4).split("-").pop())
       if (line.startsWith("data: ")) data = line.slice(6)
     }
     return { id, data: JSON.parse(data) }
@@ -40,7 +40,7 @@ const settle = Effect.repeatN(Effect.yieldNow(), 20)
 describe("subscriberBuffer", () => {
   it.effect("events wait in order and are taken at once, each with its seq as id", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e" })
       const taker = yield* Effect.fork(takeFrames(buffer))
       yield* settle
       expect(yield* Fiber.poll(taker)).toEqual(Option.none())
@@ -57,7 +57,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("deltas of one part merge while they wait: one frame, the joined text, the newest seq", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 10 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 10, epoch: "e" })
       yield* buffer.offer(event(11))
       for (let i = 0; i < 100; i++) yield* buffer.offer(delta(12 + i, "part-a", `w${i} `))
       const taken = yield* takeFrames(buffer)
@@ -71,7 +71,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("interleaved parts merge each into its own frame; an id never claims an event not yet written", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e" })
       // The dual-write shape: a raw stream event, then its canonical delta, per CLI delta.
       yield* buffer.offer(delta(1, "raw", "a"))
       yield* buffer.offer(delta(2, "canonical", "a"))
@@ -87,7 +87,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("a delta does not merge across another event, nor past the frame size cap", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxFrameBytes: 60 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e", maxFrameBytes: 60 })
       yield* buffer.offer(delta(1, "k", "x"))
       yield* buffer.offer(event(2))
       yield* buffer.offer(delta(3, "k", "y"))
@@ -99,7 +99,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("the event cap: a full buffer makes the feeder wait until the socket takes", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxEvents: 3 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e", maxEvents: 3 })
       const feeder = yield* Effect.fork(Effect.forEach([1, 2, 3, 4, 5], (seq) => buffer.offer(event(seq)), { discard: true }))
       yield* settle
       expect(yield* Fiber.poll(feeder)).toEqual(Option.none())
@@ -111,7 +111,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("the byte cap: pending bytes stay under it, merges included", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxBytes: 200 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e", maxBytes: 200 })
       const feeder = yield* Effect.fork(
         Effect.forEach(Array.from({ length: 50 }, (_, i) => i + 1), (seq) => buffer.offer(delta(seq, "k", "0123456789")), { discard: true })
       )
@@ -130,7 +130,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("resync drops what waits, sends server.resync with the cursor written so far, then ends", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxEvents: 2 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e", maxEvents: 2 })
       yield* buffer.offer(event(1))
       expect((yield* takeFrames(buffer)).map((f) => f.id)).toEqual([1])
       yield* buffer.offer(event(2))
@@ -147,7 +147,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("control frames pass the caps and carry the cursor; one heartbeat waits at most", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 7, maxEvents: 1 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 7, epoch: "e", maxEvents: 1 })
       const beat = { kind: "heartbeat", render: (cursor: number) => JSON.stringify({ type: "server.heartbeat", cursor }) }
       yield* buffer.control({ render: (cursor) => JSON.stringify({ type: "server.connected", cursor }) })
       yield* buffer.offer(event(8))
@@ -166,7 +166,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("a socket that takes nothing across maxStalls ticks, with frames waiting, is stalled", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxStalls: 2 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e", maxStalls: 2 })
       // Idle but alive: nothing waits.
       expect(yield* buffer.tick).toBe("live")
       expect(yield* buffer.tick).toBe("live")
@@ -182,7 +182,7 @@ describe("subscriberBuffer", () => {
 
   it.effect("delivered: what the socket has written, known when it comes back for more", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e" })
       const delivered = SubscriptionRef.get(buffer.delivered)
       yield* buffer.offer(event(1))
       yield* buffer.offer(event(2))
@@ -202,7 +202,7 @@ describe("subscriberBuffer", () => {
     }))
   it.effect("tryOfferAll takes a chunk in order, skips included, up to the first event that does not fit; none once closed", () =>
     Effect.gen(function*() {
-      const buffer = yield* SubscriberBuffer.make({ cursor: 0, maxEvents: 2 })
+      const buffer = yield* SubscriberBuffer.make({ cursor: 0, epoch: "e", maxEvents: 2 })
       const chunk: ReadonlyArray<SubscriberBuffer.Entry> = [event(1), { _tag: "Skip", seq: 2 }, event(3), event(4)]
       expect(yield* buffer.tryOfferAll(chunk)).toEqual({ accepted: 3, outcome: "full" })
       expect((yield* takeFrames(buffer)).map((f) => f.id)).toEqual([1, 3])

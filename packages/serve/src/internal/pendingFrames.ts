@@ -105,12 +105,16 @@ export const controlFrame = (control: Control): Frame => ({
 
 /**
  * The frames as SSE text, after the client's `cursor`, and the cursor after
- * them. A frame's `id:` is the highest seq such that every event up to it
+ * them. A frame's `id:` is the log's epoch and the highest seq such that every event up to it
  * is in a frame written by then: a merged delta carries events from later in
  * the log than the frames after it, which raise the id only once they are
  * written too. Control frames carry the cursor as it is.
  */
-export const render = (frames: ReadonlyArray<Frame>, cursor: number): { readonly text: string; readonly cursor: number } => {
+export const render = (
+  frames: ReadonlyArray<Frame>,
+  cursor: number,
+  epoch: string
+): { readonly text: string; readonly cursor: number } => {
   // later[i]: the oldest seq carried by a frame after i.
   const later = new Array<number>(frames.length + 1)
   later[frames.length] = Number.POSITIVE_INFINITY
@@ -120,7 +124,7 @@ export const render = (frames: ReadonlyArray<Frame>, cursor: number): { readonly
   for (let i = 0; i < frames.length; i++) {
     const frame = frames[i]!
     if (frame.control !== undefined) {
-      text += `id: ${cursor}\ndata: ${frame.control.render(cursor)}\n\n`
+      text += `id: ${epoch}-${cursor}\ndata: ${frame.control.render(cursor)}\n\n`
       continue
     }
     newest = Math.max(newest, frame.seq ?? newest)
@@ -130,7 +134,7 @@ export const render = (frames: ReadonlyArray<Frame>, cursor: number): { readonly
       : frame.data
     if (safe > cursor) {
       cursor = safe
-      text += `id: ${safe}\ndata: ${data}\n\n`
+      text += `id: ${epoch}-${safe}\ndata: ${data}\n\n`
     } else {
       text += `data: ${data}\n\n`
     }

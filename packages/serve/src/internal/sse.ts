@@ -27,6 +27,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import { EventLog } from "@skein/store"
 import { IncomingMessage } from "node:http"
 import type { PermissionBroker } from "../PermissionBroker.js"
 import { eventId, type Record, type ServerEvents } from "../ServerEvents.js"
@@ -37,13 +38,14 @@ export interface Options {
   readonly broker: PermissionBroker["Type"]
   /** `/event`: one directory; `/global/event`: every directory, in `{directory, payload}` envelopes. */
   readonly directory: string | undefined
-  readonly lastEventId: number | undefined
+  /** The client's cursor (`<epoch>-<seq>`, or a bare seq from an older server), as sent. */
+  readonly lastEventId: string | undefined
   /** `Accept-Event-Version: 2`: the canonical events only, without the legacy dual-write. */
   readonly canonicalOnly: boolean
   readonly heartbeat: Duration.DurationInput
   readonly maxLag: number
   /** The client's buffer: caps in events and bytes, stalls before it is dead. */
-  readonly buffer?: Omit<SubscriberBuffer.Options, "cursor"> | undefined
+  readonly buffer?: Omit<SubscriberBuffer.Options, "cursor" | "epoch"> | undefined
 }
 
 interface Payload {
@@ -148,7 +150,16 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
   const start = yield* events.published(filter)
   const next = yield* events.nextSeq
   const first = yield* Effect.orDie(events.firstSeq)
-  const requested = options.lastEventId === undefined ? next : Math.min(options.lastEventId + 1, next)
+  // A cursor this log never issued (another incarnation's, or past its end) is not clamped onto
+  // this log's ids: the client gets `server.resync` and this log from its start.
+  const resumed = options.lastEventId === undefined
+    ? Option.none<EventLog.Resume>()
+    : Option.some(yield* EventLog.resume({ epoch: events.epoch, nextSeq: Effect.succeed(next) }, options.lastEventId))
+  const requested = Option.match(resumed, {
+    onNone: () => next,
+    onSome: (r) => r._tag === "After" ? r.seq + 1 : first
+  })
+  const foreign = Option.flatMap(resumed, (r) => r._tag === "Resync" ? Option.some(r.reason) : Option.none())
   const from = Math.max(requested, first)
   const home = options.directory ?? ""
   const control = (type: string, properties: unknown, directory = home): SubscriberBuffer.Control => ({
@@ -159,11 +170,15 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
   const destroy = yield* destroySocket
 
   const run = Effect.gen(function*() {
-    const buffer = yield* SubscriberBuffer.make({ ...options.buffer, cursor: from - 1 })
+    const buffer = yield* SubscriberBuffer.make({ ...options.buffer, cursor: from - 1, epoch: events.epoch })
     yield* events.track(buffer.delivered)
     yield* buffer.control(control("server.connected", {}))
     // Events between the cursor and the oldest retained one are gone: the client must reload.
-    if (requested < first) yield* buffer.control(control("server.resync", { reason: "retention", from: requested, first }))
+    if (Option.isSome(foreign)) {
+      yield* buffer.control(control("server.resync", { reason: foreign.value, from: options.lastEventId, first }))
+    } else if (requested < first) {
+      yield* buffer.control(control("server.resync", { reason: "retention", from: requested, first }))
+    }
     for (const pending of pendingAsks) {
       const asked: Canonical.CanonicalEvent = C.event("permission.asked", pending.request)
       yield* buffer.control(control(asked.type, asked.properties, pending.directory))

@@ -26,6 +26,8 @@ import * as StallDetector from "./stallDetector.js"
 export interface Options {
   /** The id the client already holds (its `Last-Event-ID`, or the log's end). */
   readonly cursor: number
+  /** The log's epoch, written before each `id:` seq. */
+  readonly epoch: string
   /** Pending frames at most. Default 2,048. */
   readonly maxEvents?: number | undefined
   /** Pending bytes at most (UTF-8 of the JSON). Default 1 MiB. */
@@ -211,7 +213,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         progress.takes()
         if (frames.size() === 0) return Option.none()
         takes++
-        const rendered = PendingFrames.render(frames.drain(), cursor)
+        const rendered = PendingFrames.render(frames.drain(), cursor, options.epoch)
         cursor = rendered.cursor
         if (!closed) readable.unsafeClose()
         room.unsafeOpen()
