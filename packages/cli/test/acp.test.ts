@@ -34,6 +34,7 @@ describe("skein acp, through the ACP SDK's client", () => {
     Effect.gen(function*() {
       const cwd = yield* folder
       const root = Path.join(cwd, ".root")
+      Fs.mkdirSync(root)  // --root must name an existing folder, as for every command
       const answers: Array<string> = []
       const asked: Array<Acp.RequestPermissionRequest> = []
       let withdrawn = 0
@@ -130,6 +131,7 @@ describe("skein acp, through the ACP SDK's client", () => {
     Effect.gen(function*() {
       const cwd = yield* folder
       const root = Path.join(cwd, ".root")
+      Fs.mkdirSync(root)  // --root must name an existing folder, as for every command
       let asks = 0
       const first = yield* start(["--fake-model", "--root", root], {
         cwd,
@@ -183,6 +185,7 @@ describe("skein acp, through the ACP SDK's client", () => {
     Effect.gen(function*() {
       const cwd = yield* folder
       const root = Path.join(cwd, ".root")
+      Fs.mkdirSync(root)  // --root must name an existing folder, as for every command
       const agent = yield* start(["--fake-model", "--root", root, "--pool", "0"], { cwd })
       const { sessionId } = yield* newSession(agent, cwd)
       const slow = agent.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "[slow] a long one" }] })
@@ -203,6 +206,7 @@ describe("skein acp when the editor quits mid-turn", () => {
     Effect.gen(function*() {
       const cwd = yield* folder
       const root = Path.join(cwd, ".root")
+      Fs.mkdirSync(root)  // --root must name an existing folder, as for every command
       const agent = yield* start(["--fake-model", "--root", root], { cwd })
       const { sessionId } = yield* newSession(agent, cwd)
       agent.agent.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "[slow] a long one" }] }).catch(() => undefined)
