@@ -34,7 +34,7 @@ import * as MessageHandlers from "./internal/handlers/messages.js"
 import * as PermissionHandlers from "./internal/handlers/permissions.js"
 import * as SessionHandlers from "./internal/handlers/sessions.js"
 import * as BodyLimit from "./internal/bodyLimit.js"
-import { allowedHost, authorizedRequest, directoryOf, error, sameOrigin, sseHeaders } from "./internal/http.js"
+import { allowedHost, authorizedRequest, directoryOf, error, insideRoots, sameOrigin, sseHeaders } from "./internal/http.js"
 import * as Sse from "./internal/sse.js"
 import { PermissionBroker } from "./PermissionBroker.js"
 import { ServeApi } from "./ServeApi.js"
@@ -79,6 +79,7 @@ const eventsRoute = (options: Options, global: boolean, closing: Deferred.Deferr
         broker,
         directory: dir,
         lastEventId,
+        visible: options.roots.length === 0 ? undefined : (directory) => insideRoots(options.roots, directory),
         // `?eventVersion=2`: the header, for EventSource, which cannot set one.
         canonicalOnly: (request.headers["accept-event-version"] ?? url.searchParams.get("eventVersion")) === "2",
         heartbeat: options.heartbeat ?? Duration.seconds(10),

@@ -1,5 +1,6 @@
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
+import { Canonical } from "@skein/protocol"
 import { Effect, Exit, Redacted } from "effect"
 import * as Net from "node:net"
 import { Ids } from "@skein/canonical"
@@ -202,6 +203,29 @@ describe("skein serve security", () => {
       expect(listed).toEqual([Ids.session(inside)])
       const dashboard = (yield* call(`${server.url}/dashboard/sessions`, { headers })).body.map((s: { id: string }) => s.id)
       expect(dashboard).toEqual([Ids.session(inside)])
+      // /global/event replays only the roots' events, though the log holds another root's of an earlier run.
+      const before = (yield* server.events.nextSeq) - 1
+      yield* server.events.publish(server.dirs.root, [Canonical.event("session.info", { sessionID: "ses_out", message: "outside" })])
+      yield* server.events.publish(server.dirs.cwd, [Canonical.event("session.info", { sessionID: "ses_in", message: "inside" })])
+      const directories = yield* Effect.promise(async () => {
+        const controller = new AbortController()
+        const response = await fetch(`${server.url}/global/event?lastEventId=${before}`, { headers, signal: controller.signal })
+        const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+        let text = ""
+        while (!text.includes("ses_in")) {
+          const { done, value } = await reader.read()
+          if (done) break
+          text += value
+        }
+        controller.abort()
+        return text.split("\n\n").flatMap((frame) => {
+          const data = /^data: (.*)$/m.exec(frame)?.[1]
+          if (data === undefined) return []
+          const json: { directory: string; payload: { type: string } } = JSON.parse(data)
+          return json.payload.type === "session.info" ? [json.directory] : []
+        })
+      })
+      expect(directories).toEqual([server.dirs.cwd])
     }))
 })
 

@@ -40,6 +40,8 @@ export interface Options {
   readonly directory: string | undefined
   /** The client's cursor (`<epoch>-<seq>`, or a bare seq from an older server), as sent. */
   readonly lastEventId: string | undefined
+  /** `/global/event`: the directories this server may show (its roots); the log may hold other roots' events of earlier runs. */
+  readonly visible?: ((directory: string) => boolean) | undefined
   /** `Accept-Event-Version: 2`: the canonical events only, without the legacy dual-write. */
   readonly canonicalOnly: boolean
   readonly heartbeat: Duration.DurationInput
@@ -188,7 +190,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     let countedThrough = start.next - 1
     let resumeAt: number | undefined
     const gets = (record: Record) =>
-      (global || record.message.directory === options.directory) &&
+      (global ? options.visible?.(record.message.directory) ?? true : record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
     // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
     // (`resumeAt` set) or closed.
