@@ -18,7 +18,7 @@ export const make = Effect.gen(function*() {
   const armed = yield* Ref.make(Option.none<Effect.Effect<void>>())
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   const press = Ref.getAndSet(armed, Option.none()).pipe(
-    Effect.flatMap(Option.match({ onNone: () => Deferred.succeed(quit, undefined), onSome: (onPress) => onPress }))
+    Effect.flatMap(Option.match({ onNone: () => Effect.asVoid(Deferred.succeed(quit, undefined)), onSome: (onPress) => onPress }))
   )
   const onSignal = () => {
     runFork(press)
