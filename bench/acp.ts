@@ -38,7 +38,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
 import { Readable, Writable } from "node:stream"
-import { inheritedEnv, type RunDirs, runDirs } from "./support/runDirs.js"
+import { inheritedEnv, processesIn, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 5)
 const anchorVersion = "0.101.0"
@@ -49,17 +49,6 @@ const skeinBin = Path.resolve(import.meta.dirname, "../packages/cli/bin/skein.js
 
 const inherited = inheritedEnv()
 const { fresh: freshDirs, root } = runDirs("acp")
-
-/** Pids of processes whose working folder is `cwd`. */
-const processesIn = (cwd: string): ReadonlyArray<number> =>
-  Fs.readdirSync("/proc").flatMap((name) => {
-    if (!/^\d+$/.test(name)) return []
-    try {
-      return Fs.readlinkSync(`/proc/${name}/cwd`) === cwd ? [Number(name)] : []
-    } catch {
-      return []
-    }
-  })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

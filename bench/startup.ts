@@ -53,7 +53,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
 import * as Url from "node:url"
-import { inheritedEnv, type RunDirs, runDirs } from "./support/runDirs.js"
+import { inheritedEnv, processesIn, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 20)
 /** Where FakeModel runs: a process of its own (the default), or this one (`--model-in-process`, how the bench measured before). */
@@ -78,17 +78,6 @@ const envFor = (baseUrl: string, d: RunDirs): Record<string, string> => ({
   // skein always sets it; the others get it too, so the CLI does the same work.
   CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS: "1"
 })
-
-/** Pids of processes whose working directory is `cwd`: what a run left behind. */
-const processesIn = (cwd: string): ReadonlyArray<number> =>
-  Fs.readdirSync("/proc").flatMap((name) => {
-    if (!/^\d+$/.test(name)) return []
-    try {
-      return Fs.readlinkSync(`/proc/${name}/cwd`) === cwd ? [Number(name)] : []
-    } catch {
-      return []
-    }
-  })
 
 /** Waits until no process runs in the run's directory; kills stragglers after 10 s. */
 const settle = async (d: RunDirs): Promise<void> => {

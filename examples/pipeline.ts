@@ -21,7 +21,7 @@ import { define } from "@skein/cli/Pipeline"
 import { ProcessHost } from "@skein/kernel"
 import { Launch, Pipeline, Run, Stage } from "@skein/pipeline"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Console, Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -61,17 +61,7 @@ export const pipeline = Pipeline.from<File>().pipe(
 
 // --- the fake model's side: answers through the StructuredOutput tool ----------
 
-const lastUserText = (request: FakeModel.RecordedRequest): string =>
-  Option.match(request.messagesRequest, {
-    onNone: () => "",
-    onSome: (body) => {
-      const last = body.messages.findLast((m) => m.role === "user")
-      if (last === undefined) return ""
-      return typeof last.content === "string"
-        ? last.content
-        : last.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("\n")
-    }
-  })
+const lastUserText = FakeModel.promptOf
 
 const decodeVerdicts = Schema.decodeUnknownSync(Schema.parseJson(Schema.Array(Verdict)))
 

@@ -35,3 +35,14 @@ export const runDirs = (bench: string) => {
   }
   return { root, fresh }
 }
+
+/** Pids of processes whose working folder is `cwd`: what a run left behind. */
+export const processesIn = (cwd: string): ReadonlyArray<number> =>
+  Fs.readdirSync("/proc").flatMap((name) => {
+    if (!/^\d+$/.test(name)) return []
+    try {
+      return Fs.readlinkSync(`/proc/${name}/cwd`) === cwd ? [Number(name)] : []
+    } catch {
+      return []
+    }
+  })

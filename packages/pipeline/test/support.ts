@@ -7,7 +7,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Duration, Layer, Option, Schema } from "effect"
+import { Duration, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import { Launch, Pipeline, Stage } from "../src/index.js"
 
@@ -51,18 +51,7 @@ export const pipeline = Pipeline.from<File>().pipe(
 )
 
 /** The text of a request's last user message: the prompt for a session's first request. */
-export const lastUserText = (request: FakeModel.RecordedRequest): string =>
-  Option.match(request.messagesRequest, {
-    onNone: () => "",
-    onSome: (body) => {
-      // The CLI may close the list with a message of its own (role "system"): the prompt is the last user one.
-      const last = body.messages.findLast((m) => m.role === "user")
-      if (last === undefined) return ""
-      return typeof last.content === "string"
-        ? last.content
-        : last.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("\n")
-    }
-  })
+export const lastUserText = FakeModel.promptOf
 
 /** The verdict FakeModel gives a review prompt: `eval` is high risk. */
 export const verdictFor = (prompt: string): Verdict => {

@@ -58,6 +58,25 @@ const lastUserText = (body: Anthropic.MessagesRequest): string => {
 }
 
 /**
+ * The text of a request's last user message: a session's prompt in its first
+ * request. The CLI may close the list with a message of its own (role
+ * "system"), so this is the last *user* message, not the last message.
+ *
+ * @since 0.0.0
+ */
+export const promptOf = (request: RecordedRequest): string =>
+  Option.match(request.messagesRequest, {
+    onNone: () => "",
+    onSome: (body) => {
+      const last = body.messages.findLast((m) => m.role === "user")
+      if (last === undefined) return ""
+      return typeof last.content === "string"
+        ? last.content
+        : last.content.flatMap((block) => block.type === "text" && "text" in block ? [block.text] : []).join("\n")
+    }
+  })
+
+/**
  * A summarizing-compaction request: the CLI's compaction prompt (asking for
  * an `<analysis>` and a `<summary>` block) is the last user message. It is
  * otherwise shaped like a conversation request (streaming, same tools).
