@@ -16,7 +16,7 @@ import * as Path from "node:path"
 import { run } from "./support/command.js"
 
 const repo = Path.resolve(import.meta.dirname, "..")
-const packages = ["acp", "canonical", "cli", "compact", "kernel", "memory", "pipeline", "protocol", "runtime", "serve", "session", "sql", "store", "testkit"]
+const packages = ["acp", "canonical", "cli", "cluster", "compact", "kernel", "memory", "pipeline", "protocol", "runtime", "serve", "session", "sql", "store", "testkit"]
 
 /** The environment of a user's shell: no source condition, no npm config inherited from the repository's run. */
 const userEnv = (extra: Record<string, string> = {}): Record<string, string> => ({

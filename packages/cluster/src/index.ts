@@ -1,0 +1,4 @@
+/**
+ * skein sessions as `@effect/cluster` entities.
+ */
+export {}
