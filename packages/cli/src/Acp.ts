@@ -15,15 +15,13 @@ import { Effect, Logger, Option } from "effect"
 import { Readable, Writable } from "node:stream"
 import * as Argv from "./internal/argv.js"
 import * as Launch from "./internal/launch.js"
+import { rootOption } from "./internal/lookup.js"
 
 const acpOptions = {
   fakeModel: Options.boolean("fake-model").pipe(
     Options.withDescription("run offline: a local fake model, a throwaway config folder (unless --root), no network")
   ),
-  root: Options.directory("root").pipe(
-    Options.withDescription("the Claude config folder (default: CLAUDE_CONFIG_DIR, else ~/.claude)"),
-    Options.optional
-  ),
+  root: rootOption,
   claude: Options.file("claude").pipe(
     Options.withDescription("the Claude Code executable (default: the installed @anthropic-ai/claude-code, else claude on PATH)"),
     Options.optional
