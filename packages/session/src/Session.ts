@@ -122,8 +122,13 @@ export interface SendOptions {
 export interface Session {
   readonly pid: number
   /**
-   * The CLI's session id: at once for a plain resume by id (see
-   * `knownSessionId`), else from `system/init`, which arrives with the first turn.
+   * The CLI's session id, at once for a new session (the host chooses it and
+   * passes `--session-id`, or takes the `sessionId` option) and for a plain
+   * resume by id (see `knownSessionId`). A fork, a `continue` or a resume by
+   * path learn theirs from `system/init`, which arrives with the first turn:
+   * then this waits for it (or fails with why the session ended), and
+   * `state`'s `sessionId` says, without waiting, whether it is known yet.
+   * Once `init` came, its id is the answer.
    */
   readonly sessionId: Effect.Effect<string, TurnError>
   readonly state: Subscribable.Subscribable<SessionState.SessionState>
@@ -258,15 +263,18 @@ const runOn = Effect.fnUntraced(function*(
   const scope = yield* Effect.scope
   const root = Paths.configRoot(options)
 
+  // A resumed CLI prints `init` only with its first turn; its id is known before that.
+  const known = knownSessionId(options)
+  // The id the launch told the CLI to use; `init` confirms it (a stand-in CLI may not, and then `init` wins).
+  const chosen = Option.orElse(known, () => launched.sessionId)
   const state = yield* SubscriptionRef.make<SessionState.SessionState>({
     // A plain resume continues the same session; a fork starts a child of it.
     ...SessionState.initial({ cwd: options.cwd, parentSessionId: options.forkSession === true ? options.resume : undefined }),
+    sessionId: Option.getOrUndefined(chosen),
     pid: child.pid
   })
   const events = yield* PubSub.unbounded<SessionEvent>()
   const sessionId = yield* Deferred.make<string, TurnError>()
-  // A resumed CLI prints `init` only with its first turn; its id is known before that.
-  const known = knownSessionId(options)
   if (Option.isSome(known)) yield* Deferred.succeed(sessionId, known.value)
   const ended = yield* Deferred.make<TurnError>()
   const hostClosedStdin = yield* Ref.make(false)
@@ -369,7 +377,7 @@ const runOn = Effect.fnUntraced(function*(
     : control.request(initializePayload)
   const initialize = yield* Effect.cached(answer)
 
-  return make({ child, state, events, sessionId, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
+  return make({ child, state, events, sessionId, chosen, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
 })
 
 /**
@@ -396,12 +404,23 @@ const closeGracefully = (parts: {
     yield* parts.closeStdin
   })
 
+/** `init`'s id once it came, else the id chosen at start, else a wait for `init`. */
+const currentSessionId = (
+  reported: Deferred.Deferred<string, TurnError>,
+  chosen: Option.Option<string>
+): Effect.Effect<string, TurnError> =>
+  Option.isNone(chosen) ? Deferred.await(reported) : Effect.flatMap(Deferred.poll(reported), (done) =>
+    Option.isSome(done)
+      ? Effect.orElse(done.value, () => Effect.succeed(chosen.value))
+      : Effect.succeed(chosen.value))
+
 /** The public face of a started session. */
 const make = (parts: {
   readonly child: ProcessHost.ChildProcess
   readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
   readonly events: PubSub.PubSub<SessionEvent>
   readonly sessionId: Deferred.Deferred<string, TurnError>
+  readonly chosen: Option.Option<string>
   readonly initialize: Effect.Effect<Json.JsonObject | undefined, RequestError>
   readonly turns: Turns.Turns
   readonly control: ControlChannel.ControlChannel
@@ -411,7 +430,7 @@ const make = (parts: {
   const request = control.request
   return {
     pid: child.pid,
-    sessionId: Deferred.await(parts.sessionId),
+    sessionId: currentSessionId(parts.sessionId, parts.chosen),
     state,
     subscribe: PubSub.subscribe(parts.events),
     turns: turns.subscribe,
