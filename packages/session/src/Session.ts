@@ -25,8 +25,7 @@ import {
   Ref,
   type Schema,
   type Scope,
-  type Subscribable,
-  SubscriptionRef
+  type Subscribable
 } from "effect"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
@@ -37,6 +36,7 @@ import * as Dispatch from "./internal/dispatch.js"
 import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
+import * as StateCell from "./internal/stateCell.js"
 import * as Trace from "./internal/trace.js"
 import * as Turns from "./internal/turns.js"
 import * as Watchdog from "./internal/watchdog.js"
@@ -232,7 +232,7 @@ const recordInit = (context: {
   readonly options: SessionOptions
   readonly root: string
   readonly sessionId: Deferred.Deferred<string, TurnError>
-  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly state: StateCell.StateCell<SessionState.SessionState>
   readonly trace: Trace.SessionTrace
 }) =>
 (message: CliMessage.Init) =>
@@ -245,7 +245,7 @@ const recordInit = (context: {
       yield* Effect.logWarning(`Session: resumed ${resumed.value}, but the CLI reports ${message.session_id}`)
     }
     const transcriptPath = Paths.transcriptPath(context.root, message.cwd, message.session_id)
-    yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
+    yield* state.update((s) => ({ ...s, transcriptPath }))
   })
 
 /** Whether `initialize` carries anything beyond its subtype: then the first turn depends on it. */
@@ -267,7 +267,7 @@ const runOn = Effect.fnUntraced(function*(
   const known = knownSessionId(options)
   // The id the launch told the CLI to use; `init` confirms it (a stand-in CLI may not, and then `init` wins).
   const chosen = Option.orElse(known, () => launched.sessionId)
-  const state = yield* SubscriptionRef.make<SessionState.SessionState>({
+  const state = yield* StateCell.make<SessionState.SessionState>({
     // A plain resume continues the same session; a fork starts a child of it.
     ...SessionState.initial({ cwd: options.cwd, parentSessionId: options.forkSession === true ? options.resume : undefined }),
     sessionId: Option.getOrUndefined(chosen),
@@ -312,7 +312,7 @@ const runOn = Effect.fnUntraced(function*(
   const turns = yield* Turns.make({
     tracker: trackerOptions(options),
     writeUser: (content, uuid) => write(HostMessage.user(content, uuid === undefined ? undefined : { uuid })),
-    cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
+    cost: Effect.sync(() => state.unsafeGet().counters.costUsd),
     ended: endedWith,
     closed,
     structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
@@ -351,7 +351,7 @@ const runOn = Effect.fnUntraced(function*(
   if (options.silenceTimeout !== undefined) {
     yield* Watchdog.run({
       limit: options.silenceTimeout,
-      lastSeenAt: Effect.map(SubscriptionRef.get(state), (s) => s.lastSeenAt),
+      lastSeenAt: Effect.sync(() => state.unsafeGet().lastSeenAt),
       waiting: Effect.all([turns.busy, control.pending, requests.inFlight]).pipe(
         Effect.map(([busy, pending, inFlight]) => (busy || pending > 0) && inFlight === 0)
       ),
@@ -417,7 +417,7 @@ const currentSessionId = (
 /** The public face of a started session. */
 const make = (parts: {
   readonly child: ProcessHost.ChildProcess
-  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly state: StateCell.StateCell<SessionState.SessionState>
   readonly events: PubSub.PubSub<SessionEvent>
   readonly sessionId: Deferred.Deferred<string, TurnError>
   readonly chosen: Option.Option<string>
@@ -443,14 +443,14 @@ const make = (parts: {
     ),
     setPermissionMode: (mode) =>
       request({ subtype: "set_permission_mode", mode }).pipe(
-        Effect.zipRight(SubscriptionRef.update(state, (s) => ({ ...s, permissionMode: mode })))
+        Effect.zipRight(state.update((s) => ({ ...s, permissionMode: mode })))
       ),
     setModel: (model) =>
       request({ subtype: "set_model", model }).pipe(
         // The CLI answers with the model it actually chose: it maps aliases and falls back on names it does not know.
         Effect.flatMap((response) => {
           const chosen = response?.["model"]
-          return SubscriptionRef.update(state, (s) => ({ ...s, model: typeof chosen === "string" ? chosen : model ?? s.model }))
+          return state.update((s) => ({ ...s, model: typeof chosen === "string" ? chosen : model ?? s.model }))
         })
       ),
     setMaxThinkingTokens: (tokens) => Effect.asVoid(request({ subtype: "set_max_thinking_tokens", max_thinking_tokens: tokens })),
