@@ -126,9 +126,10 @@ export interface Session {
    * passes `--session-id`, or takes the `sessionId` option) and for a plain
    * resume by id (see `knownSessionId`). A fork, a `continue` or a resume by
    * path learn theirs from `system/init`, which arrives with the first turn:
-   * then this waits for it (or fails with why the session ended), and
-   * `state`'s `sessionId` says, without waiting, whether it is known yet.
-   * Once `init` came, its id is the answer.
+   * then this waits for it (or fails with why the session ended). Once
+   * `init` came, its id is the answer. `state`'s `sessionId` is the id the
+   * CLI reported: until then, the CLI may not have written a transcript to
+   * resume.
    */
   readonly sessionId: Effect.Effect<string, TurnError>
   readonly state: Subscribable.Subscribable<SessionState.SessionState>
@@ -270,7 +271,6 @@ const runOn = Effect.fnUntraced(function*(
   const state = yield* StateCell.make<SessionState.SessionState>({
     // A plain resume continues the same session; a fork starts a child of it.
     ...SessionState.initial({ cwd: options.cwd, parentSessionId: options.forkSession === true ? options.resume : undefined }),
-    sessionId: Option.getOrUndefined(chosen),
     pid: child.pid
   })
   const events = yield* PubSub.unbounded<SessionEvent>()
