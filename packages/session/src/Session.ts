@@ -25,8 +25,7 @@ import {
   Ref,
   type Schema,
   type Scope,
-  type Subscribable,
-  SubscriptionRef
+  type Subscribable
 } from "effect"
 import { Elicitation } from "./Elicitation.js"
 import { Hooks } from "./Hooks.js"
@@ -37,6 +36,7 @@ import * as Dispatch from "./internal/dispatch.js"
 import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
+import * as StateCell from "./internal/stateCell.js"
 import * as Trace from "./internal/trace.js"
 import * as Turns from "./internal/turns.js"
 import * as Watchdog from "./internal/watchdog.js"
@@ -122,8 +122,14 @@ export interface SendOptions {
 export interface Session {
   readonly pid: number
   /**
-   * The CLI's session id: at once for a plain resume by id (see
-   * `knownSessionId`), else from `system/init`, which arrives with the first turn.
+   * The CLI's session id, at once for a new session (the host chooses it and
+   * passes `--session-id`, or takes the `sessionId` option) and for a plain
+   * resume by id (see `knownSessionId`). A fork, a `continue` or a resume by
+   * path learn theirs from `system/init`, which arrives with the first turn:
+   * then this waits for it (or fails with why the session ended). Once
+   * `init` came, its id is the answer. `state`'s `sessionId` is the id the
+   * CLI reported: until then, the CLI may not have written a transcript to
+   * resume.
    */
   readonly sessionId: Effect.Effect<string, TurnError>
   readonly state: Subscribable.Subscribable<SessionState.SessionState>
@@ -227,7 +233,7 @@ const recordInit = (context: {
   readonly options: SessionOptions
   readonly root: string
   readonly sessionId: Deferred.Deferred<string, TurnError>
-  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly state: StateCell.StateCell<SessionState.SessionState>
   readonly trace: Trace.SessionTrace
 }) =>
 (message: CliMessage.Init) =>
@@ -240,7 +246,7 @@ const recordInit = (context: {
       yield* Effect.logWarning(`Session: resumed ${resumed.value}, but the CLI reports ${message.session_id}`)
     }
     const transcriptPath = Paths.transcriptPath(context.root, message.cwd, message.session_id)
-    yield* SubscriptionRef.update(state, (s) => ({ ...s, transcriptPath }))
+    yield* state.update((s) => ({ ...s, transcriptPath }))
   })
 
 /** Whether `initialize` carries anything beyond its subtype: then the first turn depends on it. */
@@ -258,15 +264,17 @@ const runOn = Effect.fnUntraced(function*(
   const scope = yield* Effect.scope
   const root = Paths.configRoot(options)
 
-  const state = yield* SubscriptionRef.make<SessionState.SessionState>({
+  // A resumed CLI prints `init` only with its first turn; its id is known before that.
+  const known = knownSessionId(options)
+  // The id the launch told the CLI to use; `init` confirms it (a stand-in CLI may not, and then `init` wins).
+  const chosen = Option.orElse(known, () => launched.sessionId)
+  const state = yield* StateCell.make<SessionState.SessionState>({
     // A plain resume continues the same session; a fork starts a child of it.
     ...SessionState.initial({ cwd: options.cwd, parentSessionId: options.forkSession === true ? options.resume : undefined }),
     pid: child.pid
   })
   const events = yield* PubSub.unbounded<SessionEvent>()
   const sessionId = yield* Deferred.make<string, TurnError>()
-  // A resumed CLI prints `init` only with its first turn; its id is known before that.
-  const known = knownSessionId(options)
   if (Option.isSome(known)) yield* Deferred.succeed(sessionId, known.value)
   const ended = yield* Deferred.make<TurnError>()
   const hostClosedStdin = yield* Ref.make(false)
@@ -304,7 +312,7 @@ const runOn = Effect.fnUntraced(function*(
   const turns = yield* Turns.make({
     tracker: trackerOptions(options),
     writeUser: (content, uuid) => write(HostMessage.user(content, uuid === undefined ? undefined : { uuid })),
-    cost: Effect.map(SubscriptionRef.get(state), (s) => s.counters.costUsd),
+    cost: Effect.sync(() => state.unsafeGet().counters.costUsd),
     ended: endedWith,
     closed,
     structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
@@ -343,7 +351,7 @@ const runOn = Effect.fnUntraced(function*(
   if (options.silenceTimeout !== undefined) {
     yield* Watchdog.run({
       limit: options.silenceTimeout,
-      lastSeenAt: Effect.map(SubscriptionRef.get(state), (s) => s.lastSeenAt),
+      lastSeenAt: Effect.sync(() => state.unsafeGet().lastSeenAt),
       waiting: Effect.all([turns.busy, control.pending, requests.inFlight]).pipe(
         Effect.map(([busy, pending, inFlight]) => (busy || pending > 0) && inFlight === 0)
       ),
@@ -369,7 +377,7 @@ const runOn = Effect.fnUntraced(function*(
     : control.request(initializePayload)
   const initialize = yield* Effect.cached(answer)
 
-  return make({ child, state, events, sessionId, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
+  return make({ child, state, events, sessionId, chosen, initialize, turns, control, end: Ref.set(hostClosedStdin, true) })
 })
 
 /**
@@ -396,12 +404,23 @@ const closeGracefully = (parts: {
     yield* parts.closeStdin
   })
 
+/** `init`'s id once it came, else the id chosen at start, else a wait for `init`. */
+const currentSessionId = (
+  reported: Deferred.Deferred<string, TurnError>,
+  chosen: Option.Option<string>
+): Effect.Effect<string, TurnError> =>
+  Option.isNone(chosen) ? Deferred.await(reported) : Effect.flatMap(Deferred.poll(reported), (done) =>
+    Option.isSome(done)
+      ? Effect.orElse(done.value, () => Effect.succeed(chosen.value))
+      : Effect.succeed(chosen.value))
+
 /** The public face of a started session. */
 const make = (parts: {
   readonly child: ProcessHost.ChildProcess
-  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly state: StateCell.StateCell<SessionState.SessionState>
   readonly events: PubSub.PubSub<SessionEvent>
   readonly sessionId: Deferred.Deferred<string, TurnError>
+  readonly chosen: Option.Option<string>
   readonly initialize: Effect.Effect<Json.JsonObject | undefined, RequestError>
   readonly turns: Turns.Turns
   readonly control: ControlChannel.ControlChannel
@@ -411,7 +430,7 @@ const make = (parts: {
   const request = control.request
   return {
     pid: child.pid,
-    sessionId: Deferred.await(parts.sessionId),
+    sessionId: currentSessionId(parts.sessionId, parts.chosen),
     state,
     subscribe: PubSub.subscribe(parts.events),
     turns: turns.subscribe,
@@ -424,14 +443,14 @@ const make = (parts: {
     ),
     setPermissionMode: (mode) =>
       request({ subtype: "set_permission_mode", mode }).pipe(
-        Effect.zipRight(SubscriptionRef.update(state, (s) => ({ ...s, permissionMode: mode })))
+        Effect.zipRight(state.update((s) => ({ ...s, permissionMode: mode })))
       ),
     setModel: (model) =>
       request({ subtype: "set_model", model }).pipe(
         // The CLI answers with the model it actually chose: it maps aliases and falls back on names it does not know.
         Effect.flatMap((response) => {
           const chosen = response?.["model"]
-          return SubscriptionRef.update(state, (s) => ({ ...s, model: typeof chosen === "string" ? chosen : model ?? s.model }))
+          return state.update((s) => ({ ...s, model: typeof chosen === "string" ? chosen : model ?? s.model }))
         })
       ),
     setMaxThinkingTokens: (tokens) => Effect.asVoid(request({ subtype: "set_max_thinking_tokens", max_thinking_tokens: tokens })),

@@ -180,7 +180,14 @@ const incarnation = (
     const session = yield* Session.start(
       id === undefined ? options : { ...options, resume: id, forkSession: undefined, continue: undefined }
     )
-    yield* session.sessionId.pipe(Effect.flatMap((id) => Ref.set(lastId, id)), Effect.ignore, Effect.forkScoped)
+    // The id the CLI reported (`init`): only then is there a transcript to resume. A new
+    // session's id is known at start, but a CLI that dies before its first turn wrote none.
+    yield* session.state.changes.pipe(
+      Stream.filterMap((s) => Option.fromNullable(s.sessionId)),
+      Stream.runHead,
+      Effect.flatMap((id) => Option.isSome(id) ? Ref.set(lastId, id.value) : Effect.void),
+      Effect.forkScoped
+    )
     const bus = yield* session.subscribe
     // A taken event is always published, so that interrupting the pump loses none.
     const pump = yield* Effect.uninterruptibleMask((restore) =>

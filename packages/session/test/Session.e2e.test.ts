@@ -287,6 +287,31 @@ describe("Session e2e with the real CLI", () => {
       expect(forkTranscript).toContain("And in the fork?")
     }).pipe(Effect.provide(Live.layer)))
 
+  it.scopedLive("a new session's id is known before its first send, and it is the id init reports and the transcript's name", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("Hi."), FakeModel.text("Chosen.")] })
+      const d = yield* Live.dirs
+      const session = yield* Session.start(Live.liveOptions(model, d))
+      // Before any turn: no wait for `init`, which the CLI prints only with the first user message.
+      const before = yield* session.sessionId
+      // The state holds the id the CLI reported: none before its first turn.
+      expect((yield* session.state.get).sessionId).toBeUndefined()
+      yield* Effect.flatMap(session.send("Hello"), (t) => t.result)
+      const state = yield* session.state.get
+      expect(state.sessionId).toBe(before)
+      expect(yield* session.sessionId).toBe(before)
+      expect(state.transcriptPath).toBe(Session.transcriptPath(d.configDir, d.cwd, before))
+      expect(Fs.existsSync(Session.transcriptPath(d.configDir, d.cwd, before))).toBe(true)
+
+      // A host may choose the id itself.
+      const chosen = "6f1d3c52-8a0e-4b7e-9c1a-2d4e5f607182"
+      const named = yield* Session.start(Live.liveOptions(model, d, { sessionId: chosen }))
+      expect(yield* named.sessionId).toBe(chosen)
+      yield* Effect.flatMap(named.send("Again"), (t) => t.result)
+      expect((yield* named.state.get).sessionId).toBe(chosen)
+      expect(Fs.existsSync(Session.transcriptPath(d.configDir, d.cwd, chosen))).toBe(true)
+    }).pipe(Effect.provide(Live.layer)))
+
   it.scopedLive("a resume of a missing session fails with ResumeMismatch before anything is spawned", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make()

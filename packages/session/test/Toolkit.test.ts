@@ -6,7 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
 import type { Control, HostMessage, Json } from "@skein/protocol"
-import { Context, Deferred, Effect, Fiber, JSONSchema, Layer, Option, Ref, Schema, SubscriptionRef, TestClock } from "effect"
+import { Context, Deferred, Effect, Fiber, JSONSchema, Layer, Option, Ref, Schema, TestClock } from "effect"
+import * as StateCell from "../src/internal/stateCell.js"
 import * as CliRequests from "../src/internal/cliRequests.js"
 import * as ForkLaunch from "../src/internal/forkLaunch.js"
 import * as McpServer from "../src/internal/mcpServer.js"
@@ -204,7 +205,7 @@ describe("mcp_message requests", () => {
   const setup = <R>(toolkit: Toolkit.Toolkit<R>) =>
     Effect.gen(function*() {
       const written = yield* Ref.make<ReadonlyArray<HostMessage.HostMessage>>([])
-      const state = yield* SubscriptionRef.make(SessionState.initial({ cwd: "/tmp" }))
+      const state = yield* StateCell.make(SessionState.initial({ cwd: "/tmp" }))
       const requests = yield* CliRequests.make({
         services: {
           permissions: Option.none(),

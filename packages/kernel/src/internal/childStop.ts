@@ -48,16 +48,28 @@ export interface StopOptions {
   readonly timeouts: Timeouts
 }
 
-/** Waits up to `grace` for the exit; a zero grace only looks. */
+/** The exit, if the leader has exited. */
+const exitedNow = (exited: Deferred.Deferred<ProcessHost.ExitStatus>): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
+  Effect.flatMap(Deferred.poll(exited), (done) => Option.isSome(done) ? Effect.asSome(done.value) : Effect.succeedNone)
+
+/**
+ * Waits up to `grace` for the exit; a zero grace only looks. A leader that
+ * has exited already (a CLI that ends at stdin's EOF, by the time the scope
+ * reaches its release) is answered at once, without a timer and the race
+ * against it.
+ */
 const waitFor = (
   exited: Deferred.Deferred<ProcessHost.ExitStatus>,
   grace: Duration.Duration
 ): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
   Duration.isZero(grace)
-    ? Effect.flatMap(Deferred.isDone(exited), (done) => done ? Effect.asSome(Deferred.await(exited)) : Effect.succeedNone)
-    // Interruptible: the stop also runs inside the (uninterruptible) scope
-    // finalizer, where the timeout could not otherwise cut the wait short.
-    : Effect.timeoutOption(Effect.interruptible(Deferred.await(exited)), grace)
+    ? exitedNow(exited)
+    : Effect.flatMap(exitedNow(exited), (now) =>
+      Option.isSome(now)
+        ? Effect.succeed(now)
+        // Interruptible: the stop also runs inside the (uninterruptible) scope
+        // finalizer, where the timeout could not otherwise cut the wait short.
+        : Effect.timeoutOption(Effect.interruptible(Deferred.await(exited)), grace))
 
 /**
  * The escalation, up to the SIGKILL; `afterKill` is the wait that follows
@@ -105,9 +117,15 @@ const escalate = <A>(
 export const makeStop = (options: StopOptions): Effect.Effect<ProcessHost.ExitStatus> =>
   escalate(options, (status) => status, Deferred.await(options.exited))
 
-/** The stop a release runs: none if the leader did not report its exit `killWait` after SIGKILL. */
-export const makeReleaseStop = (options: StopOptions): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> =>
-  escalate(options, Option.some, waitFor(options.exited, killWait))
+/**
+ * The stop a release runs: none if the leader did not report its exit
+ * `killWait` after SIGKILL. A leader that has exited already has nothing to
+ * stop (its group is still killed by the release): no escalation, no span.
+ */
+export const makeReleaseStop = (options: StopOptions): Effect.Effect<Option.Option<ProcessHost.ExitStatus>> => {
+  const stop = escalate(options, Option.some, waitFor(options.exited, killWait))
+  return Effect.flatMap(exitedNow(options.exited), (now) => Option.isSome(now) ? Effect.zipRight(options.closeStdin, Effect.succeed(now)) : stop)
+}
 
 export const release = (options: {
   readonly pid: number

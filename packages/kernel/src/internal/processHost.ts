@@ -40,7 +40,12 @@ const makeSweeper = Effect.gen(function*() {
     (markers: ReadonlyArray<string>) =>
       Effect.map(Marker.killAll(new Set(markers)), (killed) => markers.map((marker) => killed.get(marker) ?? [])),
     // Real time, whatever clock the caller runs on: it waits on the kernel.
-    { gather: allAsked.await.pipe(Effect.timeout(gatherWait), Effect.ignore, Effect.withClock(Clock.make())) }
+    // With no other release under way there is no one to wait for, and no timer to set.
+    {
+      gather: Effect.suspend(() =>
+        underway === 0 ? Effect.void : allAsked.await.pipe(Effect.timeout(gatherWait), Effect.ignore, Effect.withClock(Clock.make()))
+      )
+    }
   )
   /** Runs a release as under way; the sweep it asks for is batched. */
   const releasing = (release: (killMarked: KillMarked) => Effect.Effect<void>): Effect.Effect<void> =>

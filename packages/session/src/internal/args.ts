@@ -13,6 +13,11 @@ export interface FlagOptions {
    */
   readonly permissionPromptTool?: boolean | undefined
   readonly resume?: string | undefined
+  /**
+   * The new session's id (`--session-id`, a UUID). Without it, a new session
+   * (no `resume`, no `continue`) gets a fresh one, so its id is known at start.
+   */
+  readonly sessionId?: string | undefined
   readonly forkSession?: boolean | undefined
   readonly continue?: boolean | undefined
   readonly model?: string | undefined
@@ -40,6 +45,7 @@ export const build = (options: FlagOptions): ReadonlyArray<string> => {
   flag("--include-partial-messages", options.includePartialMessages)
   if (options.permissionPromptTool === true) args.push("--permission-prompt-tool", "stdio")
   value("--resume", options.resume)
+  value("--session-id", options.sessionId)
   flag("--fork-session", options.forkSession)
   flag("--continue", options.continue)
   value("--model", options.model)

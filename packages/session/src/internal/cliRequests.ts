@@ -7,13 +7,14 @@
  */
 import type { Control, Json } from "@skein/protocol"
 import { Control as ControlMessages, type HostMessage } from "@skein/protocol"
-import { Cause, Duration, Effect, FiberMap, Option, type Scope, SubscriptionRef } from "effect"
+import { Cause, Duration, Effect, FiberMap, Option, type Scope } from "effect"
 import type { Elicitation } from "../Elicitation.js"
 import type { Hooks } from "../Hooks.js"
 import { defaultTimeout as defaultPermissionTimeout, deny, type PermissionDecision, type Permissions } from "../Permissions.js"
 import type * as SessionState from "../SessionState.js"
 import type { Toolkits } from "../Toolkit.js"
 import * as McpServer from "./mcpServer.js"
+import type * as StateCell from "./stateCell.js"
 import * as Trace from "./trace.js"
 
 /**
@@ -90,7 +91,7 @@ const elicit = (services: Services, request: Control.Elicitation) =>
 
 export const make = (options: {
   readonly services: Services
-  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly state: StateCell.StateCell<SessionState.SessionState>
   readonly write: (message: HostMessage.HostMessage) => Effect.Effect<void, unknown>
   /** Where each request's span goes; none without it. */
   readonly trace?: Trace.SessionTrace | undefined
@@ -120,7 +121,7 @@ export const make = (options: {
         onNone: () => Effect.succeed(deny(noPermissionHandler)),
         onSome: (policy) => {
           const timeout = policy.timeout ?? defaultPermissionTimeout
-          return Effect.flatMap(SubscriptionRef.get(state), (s) =>
+          return Effect.flatMap(state.get, (s) =>
             policy.canUseTool({
               sessionId: s.sessionId,
               requestId,
@@ -140,7 +141,7 @@ export const make = (options: {
       })
 
     const canUseTool = (requestId: string, request: Control.CanUseTool) =>
-      SubscriptionRef.update(state, (s) => ({ ...s, pendingPermissions: [...s.pendingPermissions, pendingOf(requestId, request)] })).pipe(
+      state.update((s) => ({ ...s, pendingPermissions: [...s.pendingPermissions, pendingOf(requestId, request)] })).pipe(
         Effect.zipRight(decide(requestId, request)),
         // The CLI runs the tool with `updatedInput`; an allow without one means "as asked".
         Effect.tap((decision) =>
@@ -154,7 +155,7 @@ export const make = (options: {
             ? { ...decision, updatedInput: request.input }
             : { ...decision }
         ),
-        Effect.ensuring(SubscriptionRef.update(state, (s) => ({
+        Effect.ensuring(state.update((s) => ({
           ...s,
           pendingPermissions: s.pendingPermissions.filter((p) => p.requestId !== requestId)
         })))
@@ -164,7 +165,7 @@ export const make = (options: {
       Effect.suspend(() => {
         const registration = hooks.handlers.get(request.callback_id)
         if (registration === undefined) return Effect.dieMessage(`no hook registered as ${request.callback_id}`)
-        return SubscriptionRef.get(state).pipe(
+        return state.get.pipe(
           Effect.flatMap((s) => registration.handle(request.input, { sessionId: s.sessionId, toolUseId: request.tool_use_id })),
           Effect.map((output): Json.JsonObject => ({ ...output }))
         )

@@ -11,6 +11,7 @@
 import { ProcessHost } from "@skein/kernel"
 import { type CliMessage, Control, HostMessage, type Json, type Lenient } from "@skein/protocol"
 import { Chunk, Effect, Option } from "effect"
+import * as Crypto from "node:crypto"
 import type { SessionOptions } from "../Session.js"
 import { CliExited, ControlError, SpawnFailed } from "../SessionError.js"
 import * as Tool from "../Tool.js"
@@ -33,6 +34,8 @@ export interface Launched {
   readonly stdout: StdoutPull.Pull<Decoded>
   /** The answer to `initialize`, when the launcher sent it. */
   readonly initialized: Option.Option<Effect.Effect<Json.JsonObject | undefined, ControlError>>
+  /** The session id the CLI was told to use (`--session-id`), when the launch chose or was given one. */
+  readonly sessionId: Option.Option<string>
 }
 
 /** The `initialize` request: hooks, the host's toolkits, and the options only it carries. */
@@ -61,27 +64,49 @@ const envOf = (options: LaunchOptions) => ({
   ...(options.configDir === undefined ? {} : { CLAUDE_CONFIG_DIR: options.configDir })
 })
 
-/** Spawns the CLI in the current Scope. */
+/** The `--session-id` among `extraArgs`, as the worker passes it. */
+const extraSessionId = (options: LaunchOptions): string | undefined => {
+  const args = options.extraArgs ?? []
+  const at = args.indexOf("--session-id")
+  return at < 0 ? undefined : args[at + 1]
+}
+
+/**
+ * The id the CLI is told to use: the options' own, or a fresh one for a new
+ * session (no resume, no continue), so that the host knows it before the
+ * first turn's `init`. A fork or a continue learns its id from `init`.
+ */
+const chosenSessionId = (options: LaunchOptions): { readonly id: Option.Option<string>; readonly args: ReadonlyArray<string> } => {
+  const given = options.sessionId ?? extraSessionId(options)
+  if (given !== undefined) return { id: Option.some(given), args: [] }
+  if (options.resume !== undefined || options.continue === true) return { id: Option.none(), args: [] }
+  const fresh = Crypto.randomUUID()
+  return { id: Option.some(fresh), args: ["--session-id", fresh] }
+}
+
+/** Spawns the CLI in the current Scope, with the session id it was told to use, if any. */
 export const spawn = (options: LaunchOptions) =>
   Effect.gen(function*() {
     const host = yield* ProcessHost.ProcessHost
     const command = options.executable ?? (yield* Executable.resolve)
-    return yield* host.spawn({
+    const chosen = chosenSessionId(options)
+    const child = yield* host.spawn({
       command,
-      args: [...(options.executableArgs ?? []), ...argsOf(options)],
+      args: [...(options.executableArgs ?? []), ...argsOf(options), ...chosen.args],
       cwd: options.cwd,
       env: envOf(options),
       envMode: options.envMode,
       stopTimeouts: options.stopTimeouts,
       label: `claude ${options.resume ?? ""}`.trim()
     }).pipe(Effect.mapError((e) => new SpawnFailed({ command: e.command, reason: e.reason })))
+    return { child, sessionId: chosen.id }
   })
 
 
 export const cold = (options: LaunchOptions) =>
   Effect.gen(function*() {
-    const child = yield* spawn(options)
-    return { child, stdout: StdoutPull.decoded(child.pullStdout), initialized: Option.none() } satisfies Launched
+    const { child, sessionId } = yield* spawn(options)
+    return { child, stdout: StdoutPull.decoded(child.pullStdout), initialized: Option.none(), sessionId } satisfies Launched
   })
 
 let counter = 0
@@ -96,7 +121,7 @@ const answerTo = (requestId: string) => (event: Decoded): event is Lenient.Messa
  */
 export const warm = (options: LaunchOptions, initialize: Control.Initialize) =>
   Effect.gen(function*() {
-    const child = yield* spawn(options)
+    const { child, sessionId } = yield* spawn(options)
     const pull = StdoutPull.decoded(child.pullStdout)
     const requestId = `pool_${++counter}`
     const isAnswer = answerTo(requestId)
@@ -123,7 +148,8 @@ export const warm = (options: LaunchOptions, initialize: Control.Initialize) =>
     return {
       child,
       stdout: StdoutPull.prefixed(read, pull),
-      initialized: Option.some(initialized)
+      initialized: Option.some(initialized),
+      sessionId
     } satisfies Launched
   })
 

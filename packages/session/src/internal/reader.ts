@@ -9,16 +9,17 @@
 import type { ProcessHost } from "@skein/kernel"
 import type { Json } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
-import { Chunk, Clock, type Duration, Effect, Fiber, PubSub, SubscriptionRef } from "effect"
+import { Chunk, Clock, type Duration, Effect, Fiber, PubSub } from "effect"
 import * as SessionState from "../SessionState.js"
 import type { SessionEvent } from "../Turn.js"
+import type * as StateCell from "./stateCell.js"
 import * as StdoutPull from "./stdoutPull.js"
 
 export interface Options {
   readonly child: ProcessHost.ChildProcess
   /** The child's stdout, decoded (see `launch`). */
   readonly stdout: StdoutPull.Pull<SessionEvent>
-  readonly state: SubscriptionRef.SubscriptionRef<SessionState.SessionState>
+  readonly state: StateCell.StateCell<SessionState.SessionState>
   readonly events: PubSub.PubSub<SessionEvent>
   readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
   /** How an event is kept in the event log. */
@@ -39,7 +40,7 @@ export interface Options {
 const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    yield* SubscriptionRef.update(options.state, (s) => SessionState.applyAll(s, messagesOf(chunk), now))
+    yield* options.state.update((s) => SessionState.applyAll(s, messagesOf(chunk), now))
     if (options.eventLog !== undefined) {
       yield* options.eventLog.appendAll(Chunk.toReadonlyArray(Chunk.map(chunk, options.record))).pipe(
         Effect.catchAll((error) => Effect.logWarning("Session: the event log refused events", error))
@@ -62,6 +63,6 @@ export const run = (options: Options): Effect.Effect<ProcessHost.ExitStatus> =>
     // What the CLI printed before it exited still counts, but a pipe held open by a descendant must not hold the session.
     yield* Fiber.await(reading).pipe(Effect.timeout(options.drainGrace), Effect.ignore)
     yield* Fiber.interrupt(reading)
-    yield* SubscriptionRef.update(options.state, (s) => ({ ...s, status: "exited" as const }))
+    yield* options.state.update((s) => ({ ...s, status: "exited" as const }))
     return status
   })

@@ -239,12 +239,54 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         return outputs.length === 0 ? Effect.void : applyAll(outputs)
       })
 
-    const feed = (input: TurnTracker.Input) => lock.withPermits(1)(stepLocked(input))
+    /**
+     * Whether a holder of the lock is inside its section. The section may
+     * suspend (a timer's fiber interrupted, say) between a tracker step and
+     * the effects of its outputs; a read must not be stepped in between.
+     */
+    let holding = false
+    const locked = <A, E>(section: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      lock.withPermits(1)(Effect.suspend(() => {
+        holding = true
+        return Effect.ensuring(section, Effect.sync(() => {
+          holding = false
+        }))
+      }))
+
+    /**
+     * The leading events of a read that move no boundary, stepped and queued
+     * without the lock: one synchronous step, which no other fiber can cut
+     * into, so the order is the lock's. It stops before the first event whose
+     * step has outputs (a turn starts or ends, a timer) and returns its index:
+     * that event, and the rest of the read, go through the lock. Most events
+     * of a turn (deltas, messages, state changes that end nothing) take no lock.
+     */
+    const stepFree = (events: ReadonlyArray<SessionEvent>): number => {
+      if (holding) return 0
+      for (let i = 0; i < events.length; i++) {
+        const event = events[i]!
+        if (event._tag === "Message") {
+          const [next, outputs] = TurnTracker.step(tracker, { _tag: "Message", message: event.message })
+          if (outputs.length > 0) return i
+          tracker = next
+        }
+        if (current !== undefined) offerTo(current, event)
+      }
+      return events.length
+    }
+
+    const onEvents = (events: ReadonlyArray<SessionEvent>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const from = stepFree(events)
+        return from === events.length ? Effect.void : locked(stepEvents(from === 0 ? events : events.slice(from)))
+      })
+
+    const feed = (input: TurnTracker.Input) => locked(stepLocked(input))
 
     // Under the lock: the session's end is set before `failAll` takes it, so a
     // turn is either refused here or registered in time to be failed there.
     const send = (content: Content, uuid?: string | undefined) =>
-      lock.withPermits(1)(Effect.gen(function*() {
+      locked(Effect.gen(function*() {
         const end = yield* options.ended
         if (Option.isSome(end)) return yield* Effect.fail(end.value)
         const record = yield* newRecord(++sent, "host", content, trace === undefined ? [] : yield* Trace.callerLinks, uuid)
@@ -254,7 +296,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
       })).pipe(Effect.withSpan("Session.send"))
 
     const failAll = (error: TurnError) =>
-      lock.withPermits(1)(Effect.gen(function*() {
+      locked(Effect.gen(function*() {
         tracker = TurnTracker.step(tracker, { _tag: "Exited" })[0]
         yield* FiberMap.clear(timers)
         const open = [...records.values()]
@@ -269,8 +311,8 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     return {
       send,
-      onEvents: (events) => events.length === 0 ? Effect.void : lock.withPermits(1)(stepEvents(events)),
-      interrupt: lock.withPermits(1)(Effect.sync(() => current !== undefined)).pipe(
+      onEvents,
+      interrupt: locked(Effect.sync(() => current !== undefined)).pipe(
         Effect.tap((live) => live ? feed({ _tag: "Interrupt" }) : Effect.void)
       ),
       subscribe: PubSub.subscribe(announced),

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Control, HostMessage } from "@skein/protocol"
-import { Deferred, Effect, Option, Ref, SubscriptionRef } from "effect"
+import { Deferred, Effect, Option, Ref } from "effect"
+import * as StateCell from "../../src/internal/stateCell.js"
 import * as CliRequests from "../../src/internal/cliRequests.js"
 import * as Permissions from "../../src/Permissions.js"
 import * as SessionState from "../../src/SessionState.js"
@@ -18,7 +19,7 @@ const canUseTool = (requestId: string): Control.CliRequest => ({
 const setup = (services: Partial<CliRequests.Services>) =>
   Effect.gen(function*() {
     const written = yield* Ref.make<ReadonlyArray<HostMessage.HostMessage>>([])
-    const state = yield* SubscriptionRef.make(SessionState.initial({ cwd: "/tmp" }))
+    const state = yield* StateCell.make(SessionState.initial({ cwd: "/tmp" }))
     const requests = yield* CliRequests.make({
       services: { permissions: Option.none(), hooks: Option.none(), elicitation: Option.none(), toolkits: Option.none(), ...services },
       state,
@@ -54,12 +55,12 @@ describe("cliRequests", () => {
       })
       yield* requests.onRequest(canUseTool("req_2"))
       yield* Effect.yieldNow()
-      expect((yield* SubscriptionRef.get(state)).pendingPermissions.map((p) => p.requestId)).toEqual(["req_2"])
+      expect((yield* state.get).pendingPermissions.map((p) => p.requestId)).toEqual(["req_2"])
       expect(yield* requests.inFlight).toBe(1)
       yield* Deferred.succeed(release, undefined)
       const [answer] = yield* writtenN(1)
       expect(responseOf(answer)).toMatchObject({ response: { behavior: "allow", updatedInput: { command: "ls" } } })
-      expect((yield* SubscriptionRef.get(state)).pendingPermissions).toEqual([])
+      expect((yield* state.get).pendingPermissions).toEqual([])
     }))
 
   it.scoped("a cancel interrupts the handler, and nothing is written for it", () =>

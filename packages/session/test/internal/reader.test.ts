@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
-import { Effect, PubSub, Queue, SubscriptionRef } from "effect"
+import { Effect, PubSub, Queue } from "effect"
+import * as StateCell from "../../src/internal/stateCell.js"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Reader from "../../src/internal/reader.js"
@@ -22,7 +23,7 @@ const sessionIdOf = (line: string): string => JSON.parse(line).session_id
 const readShell = (script: string) =>
   Effect.gen(function*() {
     const child = yield* ProcessHost.spawn({ command: "sh", args: ["-c", script], env: { INIT: init }, stopTimeouts: { stdinGrace: "100 millis", termGrace: "100 millis" } })
-    const state = yield* SubscriptionRef.make(SessionState.initial({ cwd: "/tmp" }))
+    const state = yield* StateCell.make(SessionState.initial({ cwd: "/tmp" }))
     const events = yield* PubSub.unbounded<SessionEvent>()
     const bus = yield* PubSub.subscribe(events)
     const dispatched: Array<string> = []
@@ -35,7 +36,7 @@ const readShell = (script: string) =>
       dispatch: (events) => Effect.sync(() => dispatched.push(...events.map((event) => event._tag))),
       drainGrace: "300 millis"
     })
-    return { status, dispatched, published: yield* Queue.takeAll(bus), state: yield* SubscriptionRef.get(state), child }
+    return { status, dispatched, published: yield* Queue.takeAll(bus), state: yield* state.get, child }
   })
 
 describe("reader", () => {

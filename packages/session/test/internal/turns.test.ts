@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { CliMessage as Messages } from "@skein/protocol"
-import { Chunk, Effect, Option, Stream } from "effect"
+import { Chunk, Effect, FastCheck, Option, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { SessionClosed } from "../../src/SessionError.js"
@@ -67,4 +67,26 @@ describe("turns", () => {
       // The second turn starts with the first event after the first's idle.
       expect(second).toEqual(first)
     }))
+
+  // Most events go to their turn without the turns' lock, the rest through it:
+  // wherever a read's boundaries fall, the turns must come out the same.
+  it.scoped.prop(
+    "any chunking of the same lines: the same turns get the same events, and each ends once",
+    [FastCheck.array(FastCheck.boolean(), { minLength: 400, maxLength: 400 })],
+    ([cuts]) =>
+      Effect.gen(function*() {
+        const whole = yield* runTurns((events) => [events])
+        const chunked = yield* runTurns((events) => {
+          const reads: Array<Array<SessionEvent>> = [[]]
+          events.forEach((event, i) => {
+            reads.at(-1)!.push(event)
+            if (cuts[i] === true && i < events.length - 1) reads.push([])
+          })
+          return reads
+        })
+        expect(chunked).toEqual(whole)
+        expect(chunked.ends).toEqual(["idle:1", "idle:1"])
+      }),
+    { fastCheck: { numRuns: 25 } }
+  )
 })
