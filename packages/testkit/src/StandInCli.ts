@@ -15,6 +15,7 @@
  * from the process id, and `cwd` is `$PWD` as it is (a path with `"` or `\`
  * would not be valid JSON: use plain temporary folders).
  */
+import * as Fs from "node:fs"
 import * as Messages from "./internal/cliMessages.js"
 
 export interface Options {
@@ -94,3 +95,14 @@ export const command = (options?: Options): Command => ({
   command: options?.shell ?? "/bin/sh",
   args: ["-c", script(options), "stand-in-cli"]
 })
+
+/**
+ * Writes the stand-in as an executable file at `path` (`#!` and the script,
+ * mode 0755) and returns `path`: for a host that takes a CLI as one
+ * executable path and passes only the CLI's own flags, such as the Agent
+ * SDK's `pathToClaudeCodeExecutable`.
+ */
+export const writeExecutable = (path: string, options?: Options): string => {
+  Fs.writeFileSync(path, `#!${options?.shell ?? "/bin/sh"}\n${script(options)}\n`, { mode: 0o755 })
+  return path
+}
