@@ -183,10 +183,8 @@ const candidates: ReadonlyArray<readonly [string, ReadonlyArray<Control.HostRequ
   ["+context summary", [{ subtype: "get_context_usage", detail: "summary" }]],
   ["+context full", [{ subtype: "get_context_usage" }]],
   ["+mcp_status", [{ subtype: "mcp_status" }]],
-  ["+get_settings", [{ subtype: "get_settings" }]],
   ["+get_status", [{ subtype: "get_status" }]],
-  ["+skills dialog", [{ subtype: "get_skills_dialog" }]],
-  ["+draft activity", [{ subtype: "prompt_draft_activity" }]]
+  ["+skills dialog", [{ subtype: "get_skills_dialog" }]]
 ]
 
 // --- the run -----------------------------------------------------------------------

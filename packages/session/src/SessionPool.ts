@@ -53,8 +53,8 @@ export interface Options {
    * answered, to warm the code its first turn runs: none by default;
    * `warmup` (below) is the set that helped. Each is answered before the
    * process is held; answers with an error (a release that does not know the
-   * request) are fine, and a process that does not answer within 10 s is
-   * held as it is. They send no model request and write nothing to the
+   * request) are fine, and a process that does not answer within 5 s is
+   * held as it is (the 2.0 line answers none of them). They send no model request and write nothing to the
    * transcript.
    */
   readonly warmup?: ReadonlyArray<Control.HostRequestPayload> | undefined

@@ -26,7 +26,7 @@ const answerId = (event: Decoded): string | undefined =>
   event._tag === "Message" && event.message.type === "control_response" ? event.message.response.request_id : undefined
 
 /** How long the whole warm-up may take before the process is held as it is. */
-export const defaultTimeout = Duration.seconds(10)
+export const defaultTimeout = Duration.seconds(5)
 
 /**
  * Sends `requests` to a launched process and reads its stdout until each is
