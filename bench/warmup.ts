@@ -244,7 +244,7 @@ const main = Effect.gen(function*() {
       `\nbest warm-up, ${best}: ${paired(best, "cold", "result").toFixed(3)}× cold, ${paired(best, "pooled", "result").toFixed(3)}× pooled; ` +
       `to the request ${paired(best, "pooled", "request").toFixed(3)}× pooled` +
       `\nSessionPool.warmup (${SessionPool.warmup.map((r) => r.subtype).join(", ")}): ` +
-      `${paired("+context summary", "cold", "result").toFixed(3)}× cold, ${paired("+context summary", "pooled", "result").toFixed(3)}× pooled` +
+      `${paired("+context full", "cold", "result").toFixed(3)}× cold, ${paired("+context full", "pooled", "result").toFixed(3)}× pooled` +
       `\nthe CLI's own floor (a second turn, from send): ${floorRequest.toFixed(0)} ms to the request, ${floorResult.toFixed(0)} ms to the result, ` +
       `${floorRatio.toFixed(3)}× cold` +
       `\ntarget pooled start to the first result <= 0.15x cold: ${paired(best, "cold", "result") <= 0.15 ? "met" : "not met"} ` +

@@ -54,18 +54,22 @@ export interface Options {
    * `warmup` (below) is the set that helped. Each is answered before the
    * process is held; answers with an error (a release that does not know the
    * request) are fine, and a process that does not answer within 5 s is
-   * held as it is (the 2.0 line answers none of them). They send no model request and write nothing to the
+   * held as it is (the 2.0 line answers none of them). The requests here
+   * are read-only: they send no Messages request and write nothing to the
    * transcript.
    */
   readonly warmup?: ReadonlyArray<Control.HostRequestPayload> | undefined
 }
 
 /**
- * The warm-up that helped (see `bench/warmup.ts`): `get_context_usage`
- * builds the system prompt and the tool list the first turn sends, as the
- * first turn would. Its `summary` detail asks the model nothing.
+ * The warm-up that helped (see `bench/warmup.ts`): `get_context_usage` in its
+ * full detail builds the system prompt and the tool list the first turn
+ * sends, and its client, as the first turn would. It asks the API to count
+ * tokens (`/v1/messages/count_tokens`, four requests on CLI 2.1.332), and
+ * sends no Messages request. The `summary` detail counts no tools, and
+ * helped less.
  */
-export const warmup: ReadonlyArray<Control.HostRequestPayload> = [{ subtype: "get_context_usage", detail: "summary" }]
+export const warmup: ReadonlyArray<Control.HostRequestPayload> = [{ subtype: "get_context_usage" }]
 
 export class SessionPool extends Context.Tag("@skein/session/SessionPool")<SessionPool, {
   /**

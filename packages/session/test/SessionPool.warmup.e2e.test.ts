@@ -60,7 +60,8 @@ for (const release of releases) {
         const pool = Context.get(context, SessionPool.SessionPool)
         const [warmPid] = yield* pool.held.changes.pipe(Stream.filter((pids) => pids.length === 1), Stream.runHead, Effect.flatten)
 
-        // Held and warmed: the model saw no Messages request, and no transcript holds a user entry. (The
+        // Held and warmed: the model saw no Messages request (the warm-up only counts tokens), and no
+        // transcript holds a user entry. (The
         // 2.0 line sends requests of its own at launch, prompt "Warmup", to warm its subagents' cache,
         // and records them in sidechains, with or without a pool: those are not the warm-up's.)
         const messages = (yield* model.requests).filter((request) =>
