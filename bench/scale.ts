@@ -11,6 +11,16 @@
  * Sessions run on kernel's SlicedScheduler, as under `Skein.layer` and the
  * `skein` command; the fourth argument `default` runs them on Effect's own.
  *
+ * The same figures are then measured, in the same run, for the Agent SDK
+ * (`@anthropic-ai/claude-agent-sdk`, installed on demand, see
+ * `support/agentSdk.ts`): one long-lived streaming-input `query()` per
+ * session, its `pathToClaudeCodeExecutable` the same stand-in written to a
+ * file; a session is started once `initializationResult()` resolves, and a
+ * turn ends at its `result`. The stand-ins' pids are found by their working
+ * folders. `--no-sdk` skips it. The targets: skein at most the SDK's heap per
+ * idle session, event-loop p99 with `busy` sessions busy, and host CPU per
+ * turn.
+ *
  * For each contender (1 session, then N):
  * - **start**: from the first `Session.start` to every session's `initialize`
  *   answered (all started at once, each in its own Scope); then one turn each,
@@ -45,11 +55,14 @@ import * as Path from "node:path"
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import * as V8 from "node:v8"
 import * as Vm from "node:vm"
+import { isSdkMessage, loadQuery, type QueryFunction, userInput } from "./support/agentSdk.js"
 
-const count = Number(process.argv[2] ?? 1000)
-const busyCount = Math.min(count, Number(process.argv[3] ?? 50))
-const windowMillis = Number(process.argv[4] ?? 5) * 1000
-const scheduler = process.argv[5] ?? "sliced"
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith("--"))
+const withSdk = !process.argv.includes("--no-sdk")
+const count = Number(positional[0] ?? 1000)
+const busyCount = Math.min(count, Number(positional[1] ?? 50))
+const windowMillis = Number(positional[2] ?? 5) * 1000
+const scheduler = positional[3] ?? "sliced"
 if (scheduler !== "sliced" && scheduler !== "default") throw new Error(`scheduler: sliced or default, not ${scheduler}`)
 
 // --- descriptors --------------------------------------------------------------
@@ -191,23 +204,87 @@ interface Figures {
   readonly closeMs: number
 }
 
-const contender = (n: number, busy: number) =>
+/** One session as a contender hosts it: its CLI's pid (when the host tells it) and one turn. */
+interface Hosted {
+  readonly pid: number | undefined
+  readonly turn: Effect.Effect<void>
+}
+
+/** A way to host sessions: starts one in `cwd`, owned by `scope` (closing it ends the session). */
+interface Host {
+  readonly name: string
+  readonly start: (cwd: string, scope: Scope.Scope) => Effect.Effect<Hosted, never, ProcessHost.ProcessHost>
+}
+
+const skeinHost: Host = {
+  name: "skein",
+  start: (cwd, scope) =>
+    Session.start({ cwd, executable: cli.command, executableArgs: cli.args }).pipe(
+      Effect.tap((session) => session.initialize),
+      Effect.map((session): Hosted => ({
+        pid: session.pid,
+        turn: Effect.orDie(Effect.asVoid(Effect.flatMap(session.send("hello"), (t) => t.result)))
+      })),
+      Scope.extend(scope),
+      Effect.orDie
+    )
+}
+
+/** The Agent SDK: one long-lived streaming `query()` per session; a turn ends at its `result`. */
+const sdkHost = (query: QueryFunction, executable: string): Host => ({
+  name: "Agent SDK",
+  start: (cwd, scope) =>
+    Effect.gen(function*() {
+      const input = userInput()
+      const q = query({ prompt: input.messages, options: { pathToClaudeCodeExecutable: executable, cwd, stderr: () => {} } })
+      yield* Scope.addFinalizer(scope, Effect.sync(() => {
+        input.end()
+        q.close()
+      }))
+      yield* Effect.promise(() => q.initializationResult())
+      const messages = q[Symbol.asyncIterator]()
+      const turn = Effect.promise(async () => {
+        input.push("hello")
+        while (true) {
+          const next = await messages.next()
+          if (next.done === true) throw new Error("the SDK's query ended")
+          if (isSdkMessage(next.value) && next.value.type === "result") return
+        }
+      })
+      return { pid: undefined, turn } satisfies Hosted
+    })
+})
+
+/** The pids of processes whose working folder is one of `cwds`, in their order: one pass over /proc. */
+const pidsByCwd = (cwds: ReadonlyArray<string>): ReadonlyArray<number | undefined> => {
+  const byCwd = new Map<string, number>()
+  for (const name of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue
+    try {
+      byCwd.set(Fs.readlinkSync(`/proc/${name}/cwd`), Number(name))
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return cwds.map((cwd) => byCwd.get(cwd))
+}
+
+const contender = (host: Host, n: number, busy: number) =>
   Effect.gen(function*() {
     const before = memory()
     const scopes = yield* Effect.forEach(Array.from({ length: n }), () => Scope.make())
-    const startedAt = performance.now()
-    const sessions = yield* Effect.forEach(scopes, (scope, i) => {
-      const cwd = Path.join(root, `s${n}-${i}`)
+    const cwds = scopes.map((_, i) => {
+      const cwd = Path.join(root, `${host.name.replace(/\W/g, "")}-${n}-${i}-${++runs}`)
       Fs.mkdirSync(cwd, { recursive: true })
-      return Session.start({ cwd, executable: cli.command, executableArgs: cli.args }).pipe(
-        Effect.tap((session) => session.initialize),
-        Scope.extend(scope)
-      )
-    }, { concurrency: "unbounded" })
+      return Fs.realpathSync(cwd)
+    })
+    const startedAt = performance.now()
+    const sessions = yield* Effect.forEach(scopes, (scope, i) => host.start(cwds[i]!, scope), { concurrency: "unbounded" })
     const startMs = since(startedAt)
-    const pids = sessions.map((s) => s.pid)
-    const turn = (session: Session.Session) => Effect.flatMap(session.send("hello"), (t) => t.result)
-    yield* Effect.forEach(sessions, turn, { concurrency: "unbounded", discard: true })
+    const found = sessions.some((s) => s.pid === undefined) ? pidsByCwd(cwds) : []
+    const pids = sessions.map((s, i) => s.pid ?? found[i]).filter((pid): pid is number => pid !== undefined)
+    if (pids.length !== n) console.log(`note: ${host.name}: found ${pids.length} of ${n} stand-in pids`)
+    yield* Effect.forEach(sessions, (s) => s.turn, { concurrency: "unbounded", discard: true })
 
     const idleMemory = memory()
     const standInRss = pids.reduce((sum, pid) => sum + rssOf(pid), 0) / n
@@ -216,7 +293,7 @@ const contender = (n: number, busy: number) =>
     let turns = 0
     const loops = yield* Effect.forEach(
       sessions.slice(0, busy),
-      (session) => Effect.fork(Effect.forever(Effect.tap(turn(session), () => Effect.sync(() => turns++)))),
+      (session) => Effect.fork(Effect.forever(Effect.tap(session.turn, () => Effect.sync(() => turns++)))),
       { concurrency: "unbounded" }
     )
     const busyDelay = yield* measureWindow(Effect.sleep(Duration.millis(windowMillis)), pids.slice(0, busy))
@@ -242,6 +319,8 @@ const contender = (n: number, busy: number) =>
     } satisfies Figures
   })
 
+let runs = 0
+
 const untilGone = async (pids: ReadonlyArray<number>): Promise<void> => {
   const deadline = Date.now() + 60_000
   while (pids.some(ProcessHost.isAlive)) {
@@ -259,7 +338,8 @@ const ratio = (a: number, b: number) => b === 0 ? "n/a" : `${(a / b).toFixed(2)}
 
 const turnsOf = (f: Figures) => Math.max(1, f.turnsPerSecond * windowMillis / 1000)
 
-const report = (one: Figures, many: Figures) => {
+const report = (title: string, one: Figures, many: Figures) => {
+  console.log(`\n${title}`)
   const rows: ReadonlyArray<readonly [string, string, string, string]> = [
     ["start, to all initialized", ms(one.startMs), ms(many.startMs), ratio(many.startMs, one.startMs)],
     ["  per session", ms(one.startMs), ms(many.startMs / many.sessions), ratio(many.startMs / many.sessions, one.startMs)],
@@ -297,17 +377,51 @@ const report = (one: Figures, many: Figures) => {
   console.log(`target event-loop delay p99 <= 10 ms (${many.busySessions} busy): ${delayOk ? "met" : "not met"} (${ms(many.busy.p99)})`)
 }
 
+/** skein against the SDK at N sessions, on the three figures of the target. */
+const compare = (skein: Figures, sdk: Figures) => {
+  const cpuPerTurn = (f: Figures) => f.busy.cpuMs / turnsOf(f)
+  const rows: ReadonlyArray<readonly [string, number, number, (x: number) => string]> = [
+    ["heap per idle session", skein.heapPerSession, sdk.heapPerSession, kb],
+    [`event-loop delay p99, ${skein.busySessions} busy`, skein.busy.p99, sdk.busy.p99, ms],
+    ["host CPU per turn", cpuPerTurn(skein), cpuPerTurn(sdk), (x) => `${x.toFixed(2)} ms`]
+  ]
+  const info: ReadonlyArray<readonly [string, string, string, string]> = [
+    ["start, to all initialized", ms(skein.startMs), ms(sdk.startMs), ratio(skein.startMs, sdk.startMs)],
+    ["RSS per idle session (host)", kb(skein.rssPerSession), kb(sdk.rssPerSession), ratio(skein.rssPerSession, sdk.rssPerSession)],
+    ["event-loop delay p99, all idle", ms(skein.idle.p99), ms(sdk.idle.p99), ratio(skein.idle.p99, sdk.idle.p99)],
+    ["turns per second, busy", skein.turnsPerSecond.toFixed(0), sdk.turnsPerSecond.toFixed(0), ratio(skein.turnsPerSecond, sdk.turnsPerSecond)],
+    ["GC pauses while busy, sum", ms(skein.busy.gcMs), ms(sdk.busy.gcMs), ratio(skein.busy.gcMs, sdk.busy.gcMs)],
+    ["close, to all gone", ms(skein.closeMs), ms(sdk.closeMs), ratio(skein.closeMs, sdk.closeMs)]
+  ]
+  console.log(`\nskein against the Agent SDK, ${skein.sessions} sessions each`)
+  const line = (cells: ReadonlyArray<string>) =>
+    console.log(cells.map((v, c) => c === 0 ? v.padEnd(34) : v.padStart(14)).join("  "))
+  line(["", "skein", "Agent SDK", "skein / SDK", "target"])
+  for (const [name, a, b, format] of rows) line([name, format(a), format(b), ratio(a, b), a <= b ? "met" : "not met"])
+  for (const row of info) line([...row, ""])
+}
+
 const main = Effect.gen(function*() {
+  // Loaded before any contender runs, so both measure from a heap that holds the SDK's module.
+  const sdk = withSdk
+    ? sdkHost((yield* Effect.promise(loadQuery)).query, StandInCli.writeExecutable(Path.join(root, "stand-in-cli")))
+    : undefined
   console.log(
     `scale: ${count} sessions over the stand-in CLI (${cli.command}), ${busyCount} busy, ${windowMillis / 1000} s windows, ${scheduler} scheduler; ulimit -n ${openFileLimits().soft}; ${Os.cpus().length} cpus, load ${
       Os.loadavg()[0]!.toFixed(1)
     }`
   )
   // A warm-up session, so the one-session figures do not include loading and JIT.
-  yield* contender(1, 1)
-  const one = yield* contender(1, 1)
-  const many = yield* contender(count, busyCount)
-  report(one, many)
+  yield* contender(skeinHost, 1, 1)
+  const one = yield* contender(skeinHost, 1, 1)
+  const many = yield* contender(skeinHost, count, busyCount)
+  report("skein", one, many)
+  if (sdk === undefined) return
+  yield* contender(sdk, 1, 1)
+  const sdkOne = yield* contender(sdk, 1, 1)
+  const sdkMany = yield* contender(sdk, count, busyCount)
+  report("Agent SDK", sdkOne, sdkMany)
+  compare(many, sdkMany)
 }).pipe(
   Effect.provide(Layer.mergeAll(
     ProcessHost.layerMemory().pipe(Layer.provide(NodeContext.layer), Layer.provide(Logger.remove(Logger.defaultLogger))),

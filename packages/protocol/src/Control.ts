@@ -217,6 +217,28 @@ export const RewindFiles = Schema.Struct({
 })
 export interface RewindFiles extends Schema.Schema.Type<typeof RewindFiles> {}
 
+/** Read-only requests that make the CLI build part of its state; a warm pool sends them to warm a held process. */
+export const GetSettings = Schema.Struct({
+  subtype: Schema.Literal("get_settings")
+})
+export interface GetSettings extends Schema.Schema.Type<typeof GetSettings> {}
+
+export const GetStatus = Schema.Struct({
+  subtype: Schema.Literal("get_status")
+})
+export interface GetStatus extends Schema.Schema.Type<typeof GetStatus> {}
+
+export const GetSkillsDialog = Schema.Struct({
+  subtype: Schema.Literal("get_skills_dialog")
+})
+export interface GetSkillsDialog extends Schema.Schema.Type<typeof GetSkillsDialog> {}
+
+/** "Someone is typing": between turns the CLI may ready its next request. Carries no text. */
+export const PromptDraftActivity = Schema.Struct({
+  subtype: Schema.Literal("prompt_draft_activity")
+})
+export interface PromptDraftActivity extends Schema.Schema.Type<typeof PromptDraftActivity> {}
+
 // ---------------------------------------------------------------------------
 // Envelopes
 // ---------------------------------------------------------------------------
@@ -257,7 +279,11 @@ export const HostRequests = {
   mcp_message: envelope(McpMessage),
   stop_task: envelope(StopTask),
   get_context_usage: envelope(GetContextUsage),
-  rewind_files: envelope(RewindFiles)
+  rewind_files: envelope(RewindFiles),
+  get_settings: envelope(GetSettings),
+  get_status: envelope(GetStatus),
+  get_skills_dialog: envelope(GetSkillsDialog),
+  prompt_draft_activity: envelope(PromptDraftActivity)
 } as const
 
 export type HostRequestPayload = Schema.Schema.Type<(typeof HostRequests)[keyof typeof HostRequests]>["request"]

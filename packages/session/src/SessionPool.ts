@@ -33,6 +33,7 @@ import {
 import { Hooks } from "./Hooks.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as Launch from "./internal/launch.js"
+import * as Warmup from "./internal/warmup.js"
 import type { SessionOptions } from "./Session.js"
 import { Toolkits } from "./Toolkit.js"
 
@@ -47,7 +48,28 @@ export interface Options {
    * keeps it off the first turn of the session just handed over.
    */
   readonly replenishDelay?: Duration.DurationInput | undefined
+  /**
+   * Control requests sent to each held process once `initialize` is
+   * answered, to warm the code its first turn runs: none by default;
+   * `warmup` (below) is the set that helped. Each is answered before the
+   * process is held; answers with an error (a release that does not know the
+   * request) are fine, and a process that does not answer within 5 s is
+   * held as it is (the 2.0 line answers none of them). The requests here
+   * are read-only: they send no Messages request and write nothing to the
+   * transcript.
+   */
+  readonly warmup?: ReadonlyArray<Control.HostRequestPayload> | undefined
 }
+
+/**
+ * The warm-up that helped (see `bench/warmup.ts`): `get_context_usage` in its
+ * full detail builds the system prompt and the tool list the first turn
+ * sends, and its client, as the first turn would. It asks the API to count
+ * tokens (`/v1/messages/count_tokens`, four requests on CLI 2.1.332), and
+ * sends no Messages request. The `summary` detail counts no tools, and
+ * helped less.
+ */
+export const warmup: ReadonlyArray<Control.HostRequestPayload> = [{ subtype: "get_context_usage" }]
 
 export class SessionPool extends Context.Tag("@skein/session/SessionPool")<SessionPool, {
   /**
@@ -111,7 +133,9 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const scope = yield* Scope.make()
-          const launched = yield* restore(Launch.warm(profile, initialize)).pipe(
+          const launched = yield* restore(
+            Effect.flatMap(Launch.warm(profile, initialize), (launched) => Warmup.run(launched, options.warmup ?? []))
+          ).pipe(
             Scope.extend(scope),
             Effect.provideService(ProcessHost.ProcessHost, host),
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))

@@ -7,14 +7,17 @@
  * control request, with an empty success), and each user message with a
  * canned turn: `system/init` (first turn only), `session_state_changed
  * running`, one `assistant` text, a `result`, `session_state_changed idle`.
- * It exits 0 at stdin's end. Lines are matched by their leading `type`, which
- * is how the host's encoder writes them (`type` first).
+ * It exits 0 at stdin's end. A user message is matched by its leading `type`,
+ * which is how hosts write it (`type` first); a control request by its
+ * `"type":"control_request"` anywhere in the line, since the Agent SDK writes
+ * `request_id` first.
  *
  * The messages are FakeCli's shapes (`internal/cliMessages`), so they decode
  * as known messages; the script only fills in ids. The session id derives
  * from the process id, and `cwd` is `$PWD` as it is (a path with `"` or `\`
  * would not be valid JSON: use plain temporary folders).
  */
+import * as Fs from "node:fs"
 import * as Messages from "./internal/cliMessages.js"
 
 export interface Options {
@@ -69,7 +72,12 @@ export const script = (options?: Options): string => {
     `next() { n=$((n + 1)); u="00000000-0000-4000-9000-$n"; }`,
     `while IFS= read -r line || [ -n "$line" ]; do`,
     `  case $line in`,
-    `    '{"type":"control_request"'*)`,
+    `    '{"type":"user"'*)`,
+    `      turns=$((turns + 1))`,
+    `      if [ "$turns" = 1 ]; then ${emit(Messages.systemInit(ids, CWD))}; fi`,
+    ...turn.map((line) => `      ${line}`),
+    `      ;;`,
+    `    *'"type":"control_request"'*)`,
     `      rid=\${line#*'"request_id":"'}; rid=\${rid%%'"'*}`,
     `      case $line in`,
     `        *'"subtype":"initialize"'*) printf '%s\\n' ${shellJson(Messages.initializeResponse(REQUEST))} ;;`,
@@ -77,11 +85,6 @@ export const script = (options?: Options): string => {
       shellJson({ type: "control_response", response: { subtype: "success", request_id: REQUEST, response: {} } })
     } ;;`,
     `      esac ;;`,
-    `    '{"type":"user"'*)`,
-    `      turns=$((turns + 1))`,
-    `      if [ "$turns" = 1 ]; then ${emit(Messages.systemInit(ids, CWD))}; fi`,
-    ...turn.map((line) => `      ${line}`),
-    `      ;;`,
     `  esac`,
     `  line=`,
     `done`,
@@ -94,3 +97,14 @@ export const command = (options?: Options): Command => ({
   command: options?.shell ?? "/bin/sh",
   args: ["-c", script(options), "stand-in-cli"]
 })
+
+/**
+ * Writes the stand-in as an executable file at `path` (`#!` and the script,
+ * mode 0755) and returns `path`: for a host that takes a CLI as one
+ * executable path and passes only the CLI's own flags, such as the Agent
+ * SDK's `pathToClaudeCodeExecutable`.
+ */
+export const writeExecutable = (path: string, options?: Options): string => {
+  Fs.writeFileSync(path, `#!${options?.shell ?? "/bin/sh"}\n${script(options)}\n`, { mode: 0o755 })
+  return path
+}
