@@ -236,6 +236,9 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     let received = 0
     let countedThrough = start.next - 1
     let resumeAt: number | undefined
+    // The newest seq offered or skipped; `closed` once the buffer is.
+    let handed = from - 1
+    let closed = false
     const gets = (record: Record) =>
       (global ? options.visible?.(record.message.directory) ?? true : record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
@@ -249,6 +252,8 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
         let counted = received
         let through = countedThrough
         for (const record of records) {
+          // The shared feed may hand over a chunk that starts before what this client holds.
+          if (record.seq <= handed) continue
           if (!gets(record)) {
             entries.push({ _tag: "Skip", seq: record.seq })
             marks.push(counted)
@@ -267,7 +272,9 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
             received = marks[accepted - 1]!
             countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
           }
+          if (accepted > 0) handed = Math.max(handed, entries[accepted - 1]!.seq)
           if (outcome === "full") resumeAt = entries[accepted]!.seq
+          if (outcome === "closed") closed = true
           return Effect.succeed(outcome === "accepted")
         })
       })
@@ -284,24 +291,41 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
           ? Effect.asVoid(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind: lag }, cursor)))
           : feed(at)
       })
-    // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
-    // client holds no subscription) and follows again from the same event once there is room.
+    /**
+     * Follows the log while the buffer takes: on its own until it holds what
+     * the server's shared feed has handed out, then attached to that feed.
+     * When the buffer is full it lets go of the log (a stalled client holds
+     * no subscription) and follows again from the same event once there is room.
+     */
     const feed = (at: number): Effect.Effect<void> =>
       Effect.suspend(() => {
         resumeAt = undefined
+        handed = at - 1
+        const attached = events.live.tryAttach(handed, step)
+        if (attached !== undefined) return Effect.zipRight(attached, released)
+        let waiting: Effect.Effect<void> | undefined
         return events.follow(at).pipe(
           Stream.orDie,
           Stream.chunks,
           // takeWhile, not runForEachWhile: with the latter a stalled client's heap grew with the log.
-          Stream.mapEffect(step),
+          Stream.mapEffect((records) =>
+            Effect.map(step(records), (more) => {
+              if (!more) return false
+              waiting = events.live.tryAttach(handed, step)
+              return waiting === undefined
+            })
+          ),
           Stream.takeWhile((more) => more),
           Stream.runDrain,
-          Effect.zipRight(Effect.suspend(() => {
-            const at = resumeAt
-            return at === undefined ? Effect.void : Effect.zipRight(buffer.awaitRoom, resumeOrResync(at))
-          }))
+          Effect.zipRight(Effect.suspend(() => waiting === undefined ? released : Effect.zipRight(waiting, released)))
         )
       })
+    /** Let go of the log: full (wait for room), closed (done), or the shared feed ended (follow alone). */
+    const released: Effect.Effect<void> = Effect.suspend(() => {
+      const at = resumeAt
+      if (at !== undefined) return Effect.zipRight(buffer.awaitRoom, resumeOrResync(at))
+      return closed ? Effect.void : feed(handed + 1)
+    })
     const heartbeat = Effect.flatMap(buffer.tick, (state) =>
       state === "live"
         ? buffer.control({ ...control("server.heartbeat", {}), kind: "heartbeat" })
