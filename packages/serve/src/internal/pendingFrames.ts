@@ -39,6 +39,8 @@ export interface Delta {
   /** The frame's JSON for a merged run: the newest event's fields, the run's text. */
   readonly render: (seq: number, delta: string) => string
   readonly encoded?: Encoded | undefined
+  /** The UTF-8 size of `delta`, when shared by every client (else measured here). */
+  readonly deltaBytes?: number | undefined
 }
 
 export type Item = Event | Delta
@@ -86,7 +88,7 @@ export const mergeTarget = (
     // A run of deltas only: no merge across an event, a heartbeat or a resync.
     if (frame.key === undefined) return undefined
     if (frame.key !== item.key) continue
-    const extra = byteLength(item.delta)
+    const extra = item.deltaBytes ?? byteLength(item.delta)
     return frame.bytes + extra > caps.maxFrameBytes || pendingBytes + extra > caps.maxBytes ? undefined : frame
   }
   return undefined
@@ -227,7 +229,7 @@ export const make = (caps: Caps): PendingFrames => {
   const merge = (item: Delta): boolean => {
     const frame = mergeTarget(frames, item, caps, bytes)
     if (frame === undefined) return false
-    const extra = byteLength(item.delta)
+    const extra = item.deltaBytes ?? byteLength(item.delta)
     frame.deltas.push(item.delta)
     frame.seq = item.seq
     frame.render = item.render

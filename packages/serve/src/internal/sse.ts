@@ -146,6 +146,7 @@ const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuf
       }
     }
   }
+  let deltaBytes: number | undefined
   // Rendered when first read: a delta that joins a pending frame never is (a client
   // behind in a storm merged 100,000 deltas into about 100 frames, each rendered once).
   return {
@@ -158,6 +159,9 @@ const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuf
     },
     get encoded() {
       return (encoded ??= encodedOf(epoch, record.seq, this.data))
+    },
+    get deltaBytes() {
+      return (deltaBytes ??= Buffer.byteLength(merge.delta, "utf8"))
     },
     render: (seq, delta) => render(seq, merge.with(delta))
   }
