@@ -57,16 +57,25 @@ import { ProcessHost } from "@skein/kernel"
 import { Serve, ServerEvents } from "@skein/serve"
 import { ClaudeCli, FakeModel, Opencode } from "@skein/testkit"
 import type { Scope } from "effect"
-import { Context, Effect, Fiber, Layer, Stream } from "effect"
+import { Context, Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import * as Path from "node:path"
+import * as Url from "node:url"
 import * as Readline from "node:readline"
 import type { Readable } from "node:stream"
 
-const deltas = Number(process.argv[2] ?? 100_000)
+const positional = process.argv.slice(2).filter((a) => !a.startsWith("--"))
+/** `--only=raw,skein,log,process,opencode,fanout`: a subset of the contenders (for profiling); all by default. */
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",")
+const runs = (name: string) => only === undefined || only.includes(name)
+const deltas = Number(positional[0] ?? 100_000)
+const flag = (name: string, fallback: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback)
+/** The fan-out row: this many SSE clients on one turn, against one client, for a reply of `fanoutDeltas`. */
+const fanoutClients = flag("clients", 200)
+const fanoutDeltas = Math.min(deltas, flag("fanout-deltas", 20_000))
 const prompt = "Write the long reply"
 /** `w0 w1 w2 …`: FakeModel streams two words per delta, so 2N words make N deltas. */
 const replyText = Array.from({ length: deltas * 2 }, (_, i) => `w${i} `).join("")
@@ -165,7 +174,9 @@ interface Figures {
   readonly link: Link
 }
 
-const figures = (name: string, tally: Tally): Figures => {
+const figures = (name: string, tally: Tally): Figures => figuresOf(name, tally, deltas, replyText.length)
+
+const figuresOf = (name: string, tally: Tally, deltas: number, textLength: number): Figures => {
   const a = tally.arrivals
   const span = a.length > 1 ? (a[a.length - 1]! - a[0]!) / 1000 : Number.NaN
   const gaps = a.slice(1).map((t, i) => t - a[i]!).sort((x, y) => x - y)
@@ -174,7 +185,7 @@ const figures = (name: string, tally: Tally): Figures => {
   return {
     name,
     frames: a.length,
-    complete: tally.chars === replyText.length,
+    complete: tally.chars === textLength,
     perSecond: deltas / ((a[a.length - 1]! - firstSent()) / 1000),
     burst: (deltas - 1) / span,
     p50: at(delays, 0.5),
@@ -497,6 +508,107 @@ const opencode = (model: FakeModel.FakeModel["Type"]) =>
     })
   })
 
+/**
+ * The SSE reader of the fan-out row: what `subscribe` reads, without parsing
+ * each frame's JSON (200 of them share this event loop): the delta's text is
+ * found by its field, the turn's end by its type. Resolves once connected.
+ */
+const lightSubscribe = async (url: string, headers: Record<string, string>, session: string, tally: Tally) => {
+  const controller = new AbortController()
+  const response = await fetch(url, { headers: { ...headers, accept: "text/event-stream" }, signal: controller.signal })
+  if (!response.ok || response.body === null) throw new Error(`GET ${url}: ${response.status}`)
+  const reader = response.body.getReader()
+  const done = (async () => {
+    const decoder = new TextDecoder()
+    let buffer = ""
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) throw new Error(`${url}: the stream ended before the turn did`)
+      buffer += decoder.decode(value, { stream: true })
+      const now = performance.now()
+      let start = 0
+      let end: number
+      while ((end = buffer.indexOf("\n\n", start)) >= 0) {
+        const frame = buffer.slice(start, end)
+        start = end + 2
+        if (frame.includes(`"message.part.delta"`) && frame.includes(session)) {
+          const at = frame.indexOf(`"delta":"`) + 9
+          tally.delta(frame.slice(at, frame.indexOf(`"`, at)), now)
+        } else if (frame.includes(`"session.idle"`) && frame.includes(session)) {
+          controller.abort()
+          return
+        }
+      }
+      buffer = buffer.slice(start)
+    }
+  })()
+  return { done }
+}
+
+/** The server's own CPU so far (user + system), ms, from /proc (its CLIs are processes of their own). */
+const cpuOf = (pid: number): number => {
+  const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  // utime and stime are fields 14 and 15 of the line, in clock ticks (100 a second here).
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+interface Fanout {
+  readonly clients: number
+  readonly cpuMs: number
+  /** Per client, sorted by p99 delay; the worst last. */
+  readonly figures: ReadonlyArray<Figures>
+  readonly wallMs: number
+}
+
+/**
+ * The fan-out row: skein serve in a process of its own (node, so its pid is
+ * the server's), one turn of `fanoutDeltas` read by one client, then the same
+ * reply read by `fanoutClients` clients at once; the server's CPU for each
+ * turn from /proc, and each client's figures.
+ */
+const fanout = (model: FakeModel.FakeModel["Type"]) =>
+  Effect.gen(function*() {
+    const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-fanout-")
+    const port = yield* freePort()
+    const env: Record<string, string> = { ...inherited(), ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }), SKEIN_SERVER_TOKEN: token }
+    const loader = Url.pathToFileURL(Path.resolve(import.meta.dirname, "../node_modules/tsx/dist/loader.mjs")).href
+    const child = yield* spawnServer(process.execPath, ["--conditions=@skein/source", "--import", loader, serveEntry, "--port", String(port), "--root", dirs.cwd], {
+      cwd: dirs.cwd,
+      env,
+      root: dirs.root
+    })
+    const pid = child.pid!
+    const base = `http://127.0.0.1:${port}`
+    const headers = { authorization: `Bearer ${token}` }
+    const fanoutReply = Array.from({ length: fanoutDeltas * 2 }, (_, i) => `w${i} `).join("")
+    return yield* Effect.promise(async () => {
+      await listening(child, "skein serve")
+      console.error("fan-out: server listening")
+      const session = idOf(await post(`${base}/session?directory=${encodeURIComponent(dirs.cwd)}`, headers, {}))
+      await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
+      await serverTurn(base, dirs.cwd, headers, session)
+      console.error("fan-out: warm")
+      const query = `?directory=${encodeURIComponent(dirs.cwd)}`
+      const turn = async (clients: number): Promise<Fanout> => {
+        sentAt.fill(Number.NaN)
+        await Effect.runPromise(model.enqueue(FakeModel.text(fanoutReply)))
+        const tallies = Array.from({ length: clients }, () => new Tally())
+        const reading = await Promise.all(tallies.map((tally) => lightSubscribe(`${base}/event${query}`, headers, session, tally)))
+        const cpu = cpuOf(pid)
+        const start = performance.now()
+        await post(`${base}/session/${session}/prompt_async${query}`, headers, { parts: [{ type: "text", text: prompt }] })
+        await withTimeout(Promise.all(reading.map((r) => r.done)), turnTimeout, `${clients} clients`)
+        const wallMs = performance.now() - start
+        const figures = tallies.map((tally) => figuresOf(`${clients} clients`, tally, fanoutDeltas, fanoutReply.length)).sort((a, b) => a.p99 - b.p99)
+        return { clients, cpuMs: cpuOf(pid) - cpu, figures, wallMs }
+      }
+      const one = await turn(1)
+      const many = await turn(fanoutClients)
+      return { one, many }
+    })
+  })
+
 // --- the run -------------------------------------------------------------------------
 
 const main = Effect.gen(function*() {
@@ -509,14 +621,19 @@ const main = Effect.gen(function*() {
       Effect.map((tally) => figures(name, tally)),
       Effect.tap((f) => Effect.sync(() => console.error(`${name}: done (${f.frames} frames)`)))
     )
-  const raw = yield* run("raw pipe", rawPipe(model))
-  const served = yield* run("skein serve", skein(model, "sse"))
-  const logged = yield* run("skein log", skein(model, "log"))
-  const apart = yield* run("skein (process)", skeinProcess(model))
-  const reference = yield* run("opencode serve", opencode(model))
+  const optional = (name: string, key: string, contender: Effect.Effect<Tally, Error, Scope.Scope>) =>
+    runs(key) ? Effect.asSome(run(name, contender)) : Effect.succeedNone
+  const raw = yield* optional("raw pipe", "raw", rawPipe(model))
+  const served = yield* optional("skein serve", "skein", skein(model, "sse"))
+  const logged = yield* optional("skein log", "log", skein(model, "log"))
+  const apart = yield* optional("skein (process)", "process", skeinProcess(model))
+  const reference = yield* optional("opencode serve", "opencode", opencode(model))
+  const fanned = runs("fanout")
+    ? Option.some(yield* Effect.scoped(fanout(model)).pipe(Effect.tap(() => Effect.sync(() => console.error("fan-out: done")))))
+    : Option.none()
 
   console.log(`one streamed reply of ${deltas.toLocaleString("en")} text deltas (${(replyText.length / 1e6).toFixed(1)} MB of text), FakeModel, real CLI`)
-  for (const f of [raw, served, apart, reference, logged]) {
+  for (const f of [raw, served, apart, reference, logged].flatMap(Option.toArray)) {
     console.log(
       `${f.name.padEnd(15)} ${f.perSecond.toFixed(0).padStart(7)} deltas/s (burst ${f.burst.toFixed(0).padStart(6)}/s)  ${String(f.frames).padStart(6)} frames  ` +
         `delay p50 ${f.p50.toFixed(1).padStart(7)} ms  p99 ${f.p99.toFixed(1).padStart(7)} ms  max ${f.max.toFixed(0).padStart(6)} ms  ` +
@@ -524,16 +641,42 @@ const main = Effect.gen(function*() {
         (f.link.reconnects + f.link.resyncs > 0 ? `  (${f.link.reconnects} reconnects, ${f.link.resyncs} resyncs)` : "")
     )
   }
+  const met = (ok: boolean) => (ok ? "met" : "NOT MET")
   const check = (label: string, ratio: number, target: number) =>
-    console.log(`${label.padEnd(27)} ${ratio.toFixed(2)}x  (target >= ${target}x${ratio >= target ? ", met" : ", NOT MET"})`)
-  check("skein / opencode", served.perSecond / reference.perSecond, 2)
-  check("skein / raw pipe", served.perSecond / raw.perSecond, 0.5)
-  check("skein (process) / opencode", apart.perSecond / reference.perSecond, 2)
-  check("skein (process) / raw", apart.perSecond / raw.perSecond, 0.5)
-  console.log(`skein serve / skein log ${(served.perSecond / logged.perSecond).toFixed(2)}x: what the SSE edge keeps of the rate into the log (appends timed in ms)`)
-  console.log(
-    `p99 delay skein / opencode ${(served.p99 / reference.p99).toFixed(2)}x, skein / raw pipe ${(served.p99 / raw.p99).toFixed(2)}x (lower is better)`
-  )
+    console.log(`${label.padEnd(27)} ${ratio.toFixed(2)}x  (target >= ${target}x, ${met(ratio >= target)})`)
+  const both = <A, B>(a: Option.Option<A>, b: Option.Option<B>, f: (a: A, b: B) => void) => {
+    if (Option.isSome(a) && Option.isSome(b)) f(a.value, b.value)
+  }
+  both(served, reference, (s, r) => check("skein / opencode", s.perSecond / r.perSecond, 2))
+  both(served, raw, (s, r) => check("skein / raw pipe", s.perSecond / r.perSecond, 0.9))
+  both(apart, reference, (s, r) => check("skein (process) / opencode", s.perSecond / r.perSecond, 2))
+  both(apart, raw, (s, r) => check("skein (process) / raw", s.perSecond / r.perSecond, 0.9))
+  both(served, logged, (s, l) =>
+    console.log(`skein serve / skein log ${(s.perSecond / l.perSecond).toFixed(2)}x: what the SSE edge keeps of the rate into the log (appends timed in ms)`))
+  both(served, reference, (s, r) => console.log(`p99 delay skein / opencode ${(s.p99 / r.p99).toFixed(2)}x (lower is better)`))
+  both(served, raw, (s, r) =>
+    console.log(`p99 delay skein / raw pipe ${(s.p99 / r.p99).toFixed(2)}x  (target <= 1.15x, ${met(s.p99 / r.p99 <= 1.15)})`))
+  for (const f of [served, apart].flatMap(Option.toArray)) {
+    console.log(`${f.name} frame gap p99 ${f.gapP99.toFixed(1)} ms  (target <= 100 ms, ${met(f.gapP99 <= 100)})`)
+  }
+  if (Option.isSome(fanned)) {
+    const { many, one } = fanned.value
+    console.log(`fan-out: skein serve (process), one reply of ${fanoutDeltas.toLocaleString("en")} deltas, read by 1 client, then by ${many.clients}`)
+    for (const run of [one, many]) {
+      const worst = run.figures[run.figures.length - 1]!
+      const median = run.figures[Math.floor(run.figures.length / 2)]!
+      const complete = run.figures.filter((f) => f.complete).length
+      console.log(
+        `  ${String(run.clients).padStart(3)} client(s): server CPU ${run.cpuMs.toFixed(0).padStart(6)} ms  turn ${run.wallMs.toFixed(0).padStart(6)} ms  ` +
+          `p99 delay median ${median.p99.toFixed(1)} ms, worst ${worst.p99.toFixed(1)} ms  frames median ${median.frames}  ` +
+          `frame gap p99 worst ${Math.max(...run.figures.map((f) => f.gapP99)).toFixed(1)} ms  ${complete}/${run.clients} complete`
+      )
+    }
+    const cpuRatio = many.cpuMs / one.cpuMs
+    const delayRatio = many.figures[many.figures.length - 1]!.p99 / one.figures[0]!.p99
+    console.log(`fan-out server CPU ${many.clients} / 1 clients ${cpuRatio.toFixed(2)}x  (target <= 3x, ${met(cpuRatio <= 3)})`)
+    console.log(`fan-out worst client's p99 delay / one client's ${delayRatio.toFixed(2)}x  (target <= 1.5x, ${met(delayRatio <= 1.5)})`)
+  }
 })
 
 await Effect.runPromise(Effect.scoped(main).pipe(Effect.orDie))

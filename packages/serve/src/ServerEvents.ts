@@ -8,9 +8,12 @@ import type * as FileSystem from "@effect/platform/FileSystem"
 import { Canonical } from "@skein/protocol"
 import { SqlEventLog, SqlStore } from "@skein/sql"
 import { EventLog } from "@skein/store"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -39,6 +42,24 @@ export interface Published {
   readonly count: number
 }
 
+/** Receives each chunk of the log after the seq it attached at; `false` lets go (its buffer is full, or it closed). */
+export type Deliver = (records: Chunk.Chunk<Record>) => Effect.Effect<boolean>
+
+/**
+ * One follower of the log for every live SSE client: each chunk is read
+ * once and handed to every attached client in turn, so 200 clients cost 200
+ * offers per chunk, not 200 followers. A client catches up on its own
+ * (`follow`) and attaches once it holds everything the feed has handed out.
+ */
+export interface LiveFeed {
+  /**
+   * Attaches `deliver` if `through` (the newest seq the client holds) is at
+   * least the newest seq the feed handed out; the returned effect completes
+   * once it is let go (or the feed ended). `undefined`: not caught up.
+   */
+  readonly tryAttach: (through: number, deliver: Deliver) => Effect.Effect<void> | undefined
+}
+
 export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<ServerEvents, {
   readonly publish: (
     directory: string,
@@ -64,6 +85,7 @@ export class ServerEvents extends Context.Tag("@skein/serve/ServerEvents")<Serve
    * client that subscribed before it prompted has the turn's events first.
    */
   readonly delivered: (within: Duration.DurationInput) => Effect.Effect<void>
+  readonly live: LiveFeed
 }>() {}
 
 export interface Options {
@@ -88,7 +110,9 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
     })
   const subscribers = new Set<SubscriptionRef.SubscriptionRef<number>>()
   const tally = makeTally(yield* log.nextSeq)
+  const live = yield* makeLiveFeed(log.follow, yield* log.nextSeq)
   return ServerEvents.of({
+    live,
     publish: (directory, events) =>
       events.length === 0
         ? Effect.succeed([])
@@ -113,6 +137,50 @@ export const make = Effect.fn("ServerEvents.make")(function*(options: Options) {
         )
   })
 })
+
+/** The shared follower behind `live`, until the scope closes; a feed that fails lets every client go (they follow on their own). */
+const makeLiveFeed = (follow: (from: number) => Stream.Stream<Record, EventLog.EventLogError>, next: number) =>
+  Effect.gen(function*() {
+    const attached = new Map<Deliver, Deferred.Deferred<void>>()
+    let last = next - 1
+    let ended = false
+    const release = (deliver: Deliver) =>
+      Effect.suspend(() => {
+        const done = attached.get(deliver)
+        attached.delete(deliver)
+        return done === undefined ? Effect.void : Deferred.succeed(done, undefined)
+      })
+    const hand = (chunk: Chunk.Chunk<Record>) =>
+      Effect.suspend(() => {
+        if (Chunk.isEmpty(chunk)) return Effect.void
+        // Before handing out: a client that attaches meanwhile holds this chunk already.
+        last = Chunk.unsafeLast(chunk).seq
+        return Effect.forEach(
+          Array.from(attached.keys()),
+          (deliver) => Effect.flatMap(deliver(chunk), (more) => more ? Effect.void : release(deliver)),
+          { discard: true }
+        )
+      })
+    const endAll = Effect.suspend(() => {
+      ended = true
+      return Effect.forEach(Array.from(attached.keys()), release, { discard: true })
+    })
+    yield* follow(next).pipe(
+      Stream.chunks,
+      Stream.runForEach(hand),
+      Effect.ignore,
+      Effect.ensuring(endAll),
+      Effect.forkScoped
+    )
+    return {
+      tryAttach: (through, deliver) => {
+        if (ended || through < last) return undefined
+        const done = Deferred.unsafeMake<void>(FiberId.none)
+        attached.set(deliver, done)
+        return Deferred.await(done).pipe(Effect.onInterrupt(() => Effect.sync(() => attached.delete(deliver))))
+      }
+    } satisfies LiveFeed
+  })
 
 interface Counts {
   all: number

@@ -8,12 +8,24 @@
  * queueing, so a slow client gets fewer, larger frames.
  */
 
+/**
+ * What every client of one format shares for an event, rendered once (see
+ * `sse.ts`): the UTF-8 size of `data`, and the bytes of the event's frame
+ * alone (`id: <epoch>-<seq>`, `data:`), written as they are to each client
+ * whose frame it is.
+ */
+export interface Encoded {
+  readonly size: number
+  readonly frame: Uint8Array
+}
+
 /** One logged event for the client. */
 export interface Event {
   readonly _tag: "Event"
   readonly seq: number
   /** The JSON of the frame's `data:`. */
   readonly data: string
+  readonly encoded?: Encoded | undefined
 }
 
 /** A delta of one part's field: mergeable with the pending delta of the same `key`. */
@@ -26,6 +38,9 @@ export interface Delta {
   readonly data: string
   /** The frame's JSON for a merged run: the newest event's fields, the run's text. */
   readonly render: (seq: number, delta: string) => string
+  readonly encoded?: Encoded | undefined
+  /** The UTF-8 size of `delta`, when shared by every client (else measured here). */
+  readonly deltaBytes?: number | undefined
 }
 
 export type Item = Event | Delta
@@ -54,6 +69,8 @@ export interface Frame {
   bytes: number
   render: ((seq: number, delta: string) => string) | undefined
   readonly control: Control | undefined
+  /** The event's shared bytes, while the frame holds that one event alone. */
+  encoded: Encoded | undefined
 }
 
 export const byteLength = (text: string) => Buffer.byteLength(text, "utf8")
@@ -71,7 +88,7 @@ export const mergeTarget = (
     // A run of deltas only: no merge across an event, a heartbeat or a resync.
     if (frame.key === undefined) return undefined
     if (frame.key !== item.key) continue
-    const extra = byteLength(item.delta)
+    const extra = item.deltaBytes ?? byteLength(item.delta)
     return frame.bytes + extra > caps.maxFrameBytes || pendingBytes + extra > caps.maxBytes ? undefined : frame
   }
   return undefined
@@ -89,8 +106,15 @@ export const frameOf = (item: Item, size: number): Frame => ({
   data: item.data,
   bytes: size,
   render: item._tag === "Delta" ? item.render : undefined,
-  control: undefined
+  control: undefined,
+  encoded: item.encoded
 })
+
+/** A frame's `data:` JSON: a lone event's as rendered, a merged run's rendered now. */
+const dataOf = (frame: Frame): string => {
+  if (frame.deltas.length > 1 && frame.render !== undefined && frame.seq !== undefined) return frame.render(frame.seq, frame.deltas.join(""))
+  return frame.data
+}
 
 export const controlFrame = (control: Control): Frame => ({
   first: undefined,
@@ -100,8 +124,12 @@ export const controlFrame = (control: Control): Frame => ({
   data: "",
   bytes: 0,
   render: undefined,
-  control
+  control,
+  encoded: undefined
 })
+
+const decoder = new TextDecoder()
+const encoder = new TextEncoder()
 
 /**
  * The frames as SSE text, after the client's `cursor`, and the cursor after
@@ -115,31 +143,69 @@ export const render = (
   cursor: number,
   epoch: string
 ): { readonly text: string; readonly cursor: number } => {
+  let text = ""
+  const after = renderWith(frames, cursor, epoch, (part) => {
+    text += typeof part === "string" ? part : decoder.decode(part)
+  })
+  return { text, cursor: after }
+}
+
+/**
+ * `render` as bytes, for the socket: a lone event whose frame carries its
+ * own seq as id (a client that keeps up: every frame) is written as the
+ * bytes every client of its format shares; the rest is encoded here.
+ */
+export const renderBytes = (
+  frames: ReadonlyArray<Frame>,
+  cursor: number,
+  epoch: string
+): { readonly bytes: Uint8Array; readonly cursor: number } => {
+  const parts: Array<Uint8Array> = []
+  let text = ""
+  const after = renderWith(frames, cursor, epoch, (part) => {
+    if (typeof part === "string") {
+      text += part
+      return
+    }
+    if (text !== "") parts.push(encoder.encode(text))
+    text = ""
+    parts.push(part)
+  })
+  if (text !== "") parts.push(encoder.encode(text))
+  return { bytes: parts.length === 1 ? parts[0]! : Buffer.concat(parts), cursor: after }
+}
+
+/** The frames in order, as text or shared bytes, to `emit`; returns the cursor after them. */
+const renderWith = (
+  frames: ReadonlyArray<Frame>,
+  cursor: number,
+  epoch: string,
+  emit: (part: string | Uint8Array) => void
+): number => {
   // later[i]: the oldest seq carried by a frame after i.
   const later = new Array<number>(frames.length + 1)
   later[frames.length] = Number.POSITIVE_INFINITY
   for (let i = frames.length - 1; i >= 0; i--) later[i] = Math.min(frames[i]!.first ?? Number.POSITIVE_INFINITY, later[i + 1]!)
   let newest = cursor
-  let text = ""
   for (let i = 0; i < frames.length; i++) {
     const frame = frames[i]!
     if (frame.control !== undefined) {
-      text += `id: ${epoch}-${cursor}\ndata: ${frame.control.render(cursor)}\n\n`
+      emit(`id: ${epoch}-${cursor}\ndata: ${frame.control.render(cursor)}\n\n`)
       continue
     }
     newest = Math.max(newest, frame.seq ?? newest)
     const safe = Math.min(newest, later[i + 1]! - 1)
-    const data = frame.deltas.length > 1 && frame.render !== undefined && frame.seq !== undefined
-      ? frame.render(frame.seq, frame.deltas.join(""))
-      : frame.data
-    if (safe > cursor) {
+    if (safe > cursor && safe === frame.seq && frame.deltas.length <= 1 && frame.encoded !== undefined) {
       cursor = safe
-      text += `id: ${epoch}-${safe}\ndata: ${data}\n\n`
+      emit(frame.encoded.frame)
+    } else if (safe > cursor) {
+      cursor = safe
+      emit(`id: ${epoch}-${safe}\ndata: ${dataOf(frame)}\n\n`)
     } else {
-      text += `data: ${data}\n\n`
+      emit(`data: ${dataOf(frame)}\n\n`)
     }
   }
-  return { text, cursor }
+  return cursor
 }
 
 export interface PendingFrames {
@@ -163,10 +229,11 @@ export const make = (caps: Caps): PendingFrames => {
   const merge = (item: Delta): boolean => {
     const frame = mergeTarget(frames, item, caps, bytes)
     if (frame === undefined) return false
-    const extra = byteLength(item.delta)
+    const extra = item.deltaBytes ?? byteLength(item.delta)
     frame.deltas.push(item.delta)
     frame.seq = item.seq
     frame.render = item.render
+    frame.encoded = undefined
     frame.bytes += extra
     bytes += extra
     coalesced++
@@ -182,7 +249,7 @@ export const make = (caps: Caps): PendingFrames => {
   return {
     add: (item) => {
       if (item._tag === "Delta" && merge(item)) return true
-      const size = byteLength(item.data)
+      const size = item.encoded?.size ?? byteLength(item.data)
       if (!fits(caps, events, bytes, size)) return false
       frames.push(frameOf(item, size))
       events++

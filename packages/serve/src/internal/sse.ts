@@ -117,15 +117,38 @@ export const mergeable = (payload: Payload): Mergeable | undefined => {
   }
 }
 
-/** The log's record as the buffer's item, for an `/event` or `/global/event` client. */
-export const itemOf = (global: boolean, record: Record): SubscriberBuffer.Item => {
+const encoder = new TextEncoder()
+
+/** An event's frame alone, encoded once: the bytes every client of its format is written. */
+const encodedOf = (epoch: string, seq: number, data: string): SubscriberBuffer.Encoded => {
+  const head = `id: ${epoch}-${seq}\ndata: `
+  const frame = encoder.encode(`${head}${data}\n\n`)
+  // The head is ASCII: its bytes are its characters.
+  return { size: frame.length - head.length - 2, frame }
+}
+
+/** The record as the buffer's item, rendered and encoded on first use. */
+const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuffer.Item => {
   const { directory, payload } = record.message
   const render = (seq: number, p: Payload) => JSON.stringify(wrap(global, directory, p, eventId(seq)))
   const merge = mergeable(payload)
-  if (merge === undefined) return { _tag: "Event", seq: record.seq, data: render(record.seq, payload) }
+  let data: string | undefined
+  let encoded: SubscriberBuffer.Encoded | undefined
+  if (merge === undefined) {
+    return {
+      _tag: "Event",
+      seq: record.seq,
+      get data() {
+        return (data ??= render(record.seq, payload))
+      },
+      get encoded() {
+        return (encoded ??= encodedOf(epoch, record.seq, this.data))
+      }
+    }
+  }
+  let deltaBytes: number | undefined
   // Rendered when first read: a delta that joins a pending frame never is (a client
   // behind in a storm merged 100,000 deltas into about 100 frames, each rendered once).
-  let data: string | undefined
   return {
     _tag: "Delta",
     seq: record.seq,
@@ -134,8 +157,36 @@ export const itemOf = (global: boolean, record: Record): SubscriberBuffer.Item =
     get data() {
       return (data ??= render(record.seq, payload))
     },
+    get encoded() {
+      return (encoded ??= encodedOf(epoch, record.seq, this.data))
+    },
+    get deltaBytes() {
+      return (deltaBytes ??= Buffer.byteLength(merge.delta, "utf8"))
+    },
     render: (seq, delta) => render(seq, merge.with(delta))
   }
+}
+
+interface Shared {
+  readonly epoch: string
+  event?: SubscriberBuffer.Item
+  global?: SubscriberBuffer.Item
+}
+
+/**
+ * Each record's items, per format (`/event`, `/global/event`): every client
+ * that follows the log is handed the same record, so its JSON and its frame's
+ * bytes are made once for all of them (200 clients on one turn rendered each
+ * event 200 times). Weak: a record no follower holds is forgotten with it.
+ */
+const shared = new WeakMap<Record, Shared>()
+
+/** The log's record as the buffer's item, for an `/event` or `/global/event` client, shared with every other client of its format. */
+export const itemOf = (global: boolean, record: Record, epoch: string): SubscriberBuffer.Item => {
+  let entry = shared.get(record)
+  if (entry === undefined || entry.epoch !== epoch) shared.set(record, entry = { epoch })
+  if (global) return (entry.global ??= makeItem(true, record, epoch))
+  return (entry.event ??= makeItem(false, record, epoch))
 }
 
 /** Destroys the request's socket, when the server is Node's (a dead client's writes never drain). */
@@ -189,6 +240,9 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     let received = 0
     let countedThrough = start.next - 1
     let resumeAt: number | undefined
+    // The newest seq offered or skipped; `closed` once the buffer is.
+    let handed = from - 1
+    let closed = false
     const gets = (record: Record) =>
       (global ? options.visible?.(record.message.directory) ?? true : record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
@@ -202,6 +256,8 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
         let counted = received
         let through = countedThrough
         for (const record of records) {
+          // The shared feed may hand over a chunk that starts before what this client holds.
+          if (record.seq <= handed) continue
           if (!gets(record)) {
             entries.push({ _tag: "Skip", seq: record.seq })
             marks.push(counted)
@@ -212,7 +268,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
             through = record.seq
             counted++
           }
-          entries.push(itemOf(global, record))
+          entries.push(itemOf(global, record, events.epoch))
           marks.push(counted)
         }
         return Effect.flatMap(buffer.tryOfferAll(entries), ({ accepted, outcome }) => {
@@ -220,7 +276,9 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
             received = marks[accepted - 1]!
             countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
           }
+          if (accepted > 0) handed = Math.max(handed, entries[accepted - 1]!.seq)
           if (outcome === "full") resumeAt = entries[accepted]!.seq
+          if (outcome === "closed") closed = true
           return Effect.succeed(outcome === "accepted")
         })
       })
@@ -237,24 +295,41 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
           ? Effect.asVoid(buffer.resync((cursor) => render("server.resync", { reason: "slow client", behind: lag }, cursor)))
           : feed(at)
       })
-    // Follows the log while the buffer takes; when it is full, lets go of the log (a stalled
-    // client holds no subscription) and follows again from the same event once there is room.
+    /**
+     * Follows the log while the buffer takes: on its own until it holds what
+     * the server's shared feed has handed out, then attached to that feed.
+     * When the buffer is full it lets go of the log (a stalled client holds
+     * no subscription) and follows again from the same event once there is room.
+     */
     const feed = (at: number): Effect.Effect<void> =>
       Effect.suspend(() => {
         resumeAt = undefined
+        handed = at - 1
+        const attached = events.live.tryAttach(handed, step)
+        if (attached !== undefined) return Effect.zipRight(attached, released)
+        let waiting: Effect.Effect<void> | undefined
         return events.follow(at).pipe(
           Stream.orDie,
           Stream.chunks,
           // takeWhile, not runForEachWhile: with the latter a stalled client's heap grew with the log.
-          Stream.mapEffect(step),
+          Stream.mapEffect((records) =>
+            Effect.map(step(records), (more) => {
+              if (!more) return false
+              waiting = events.live.tryAttach(handed, step)
+              return waiting === undefined
+            })
+          ),
           Stream.takeWhile((more) => more),
           Stream.runDrain,
-          Effect.zipRight(Effect.suspend(() => {
-            const at = resumeAt
-            return at === undefined ? Effect.void : Effect.zipRight(buffer.awaitRoom, resumeOrResync(at))
-          }))
+          Effect.zipRight(Effect.suspend(() => waiting === undefined ? released : Effect.zipRight(waiting, released)))
         )
       })
+    /** Let go of the log: full (wait for room), closed (done), or the shared feed ended (follow alone). */
+    const released: Effect.Effect<void> = Effect.suspend(() => {
+      const at = resumeAt
+      if (at !== undefined) return Effect.zipRight(buffer.awaitRoom, resumeOrResync(at))
+      return closed ? Effect.void : feed(handed + 1)
+    })
     const heartbeat = Effect.flatMap(buffer.tick, (state) =>
       state === "live"
         ? buffer.control({ ...control("server.heartbeat", {}), kind: "heartbeat" })
@@ -263,7 +338,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     yield* Effect.forkScoped(feed(from))
     yield* Effect.forkScoped(heartbeat)
     const end = Effect.fail(Option.none())
-    return Stream.repeatEffectOption(Effect.flatMap(buffer.take, Option.match({ onNone: () => end, onSome: Effect.succeed })))
+    return Stream.repeatEffectOption(Effect.flatMap(buffer.takeBytes, Option.match({ onNone: () => end, onSome: Effect.succeed })))
   })
-  return Stream.unwrapScoped(run).pipe(Stream.encodeText)
+  return Stream.unwrapScoped(run)
 })

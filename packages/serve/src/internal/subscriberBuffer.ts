@@ -40,7 +40,7 @@ export interface Options {
   readonly maxStalls?: number | undefined
 }
 
-export type { Control, Delta, Event, Item } from "./pendingFrames.js"
+export type { Control, Delta, Encoded, Event, Item } from "./pendingFrames.js"
 
 /** A logged event the client does not get (another directory, a legacy type). */
 export interface Skip {
@@ -85,6 +85,8 @@ export interface SubscriberBuffer {
   readonly skip: (seq: number) => Effect.Effect<void>
   /** Everything pending as one chunk of SSE text; waits while nothing is. `None` once closed and drained. */
   readonly take: Effect.Effect<Option.Option<string>>
+  /** `take` as the bytes for the socket: lone events as the bytes every client of their format shares. */
+  readonly takeBytes: Effect.Effect<Option.Option<Uint8Array>>
   /** Drops what is pending, queues `server.resync` (rendered with the cursor) and closes. */
   readonly resync: (render: (cursor: number) => string) => Effect.Effect<void>
   /** Called at each heartbeat: `"stalled"` when nothing was taken across `maxStalls` ticks with frames pending. */
@@ -205,21 +207,30 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     const offer = (item: Item): Effect.Effect<void> =>
       Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
-    const take: Effect.Effect<Option.Option<string>> = Effect.suspend(() => {
-      progress.waits()
-      return Effect.zipRight(publish, readable.await)
-    }).pipe(
-      Effect.zipRight(Effect.sync(() => {
-        progress.takes()
-        if (frames.size() === 0) return Option.none()
-        takes++
-        const rendered = PendingFrames.render(frames.drain(), cursor, options.epoch)
-        cursor = rendered.cursor
-        if (!closed) readable.unsafeClose()
-        room.unsafeOpen()
-        return Option.some(rendered.text)
-      }))
-    )
+    const takeWith = <A>(render: (frames: ReadonlyArray<PendingFrames.Frame>) => { readonly cursor: number; readonly out: A }) =>
+      Effect.suspend(() => {
+        progress.waits()
+        return Effect.zipRight(publish, readable.await)
+      }).pipe(
+        Effect.zipRight(Effect.sync((): Option.Option<A> => {
+          progress.takes()
+          if (frames.size() === 0) return Option.none()
+          takes++
+          const rendered = render(frames.drain())
+          cursor = rendered.cursor
+          if (!closed) readable.unsafeClose()
+          room.unsafeOpen()
+          return Option.some(rendered.out)
+        }))
+      )
+    const take = takeWith((drained) => {
+      const { cursor: after, text } = PendingFrames.render(drained, cursor, options.epoch)
+      return { cursor: after, out: text }
+    })
+    const takeBytes = takeWith((drained) => {
+      const { bytes, cursor: after } = PendingFrames.renderBytes(drained, cursor, options.epoch)
+      return { cursor: after, out: bytes }
+    })
 
     return {
       offer,
@@ -236,6 +247,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
           return publish
         }),
       take,
+      takeBytes,
       resync: (render) =>
         Effect.sync(() => {
           if (closed) return
