@@ -5,7 +5,10 @@
  * and optionally the replies of the fake model for `--fake-model`. Every run
  * is durable: its (item, stage) results go to a sqlite journal (`--journal`,
  * default `~/.skein/pipeline/journal.db`), and `--resume <run id>` starts the
- * run again under that id, skipping what is done.
+ * run again under that id, skipping what is done. Items that failed after
+ * their retries are recorded too, and a resume runs them again (a flaky
+ * model, or a stage fixed since); `--keep-failed` reports them as failed
+ * without sending anything.
  *
  * stdout gets the outputs, one JSON a line (with `--json`: the run events as
  * NDJSON, then the outputs as one last line). stderr gets the run id and the
@@ -75,7 +78,13 @@ const runOptions = {
     Options.withDescription("items at once in every stage that does not set its own (default 4)"),
     Options.withDefault(4)
   ),
-  resume: Options.text("resume").pipe(Options.withDescription("start the run with this id again, skipping what is done"), Options.optional),
+  resume: Options.text("resume").pipe(
+    Options.withDescription("start the run with this id again: what is done is skipped, what failed is run again"),
+    Options.optional
+  ),
+  keepFailed: Options.boolean("keep-failed").pipe(
+    Options.withDescription("with --resume: report what failed in the earlier run as failed again, without running it")
+  ),
   journal: Options.file("journal").pipe(Options.withDescription("the sqlite journal (default ~/.skein/pipeline/journal.db)"), Options.optional),
   json: Options.boolean("json").pipe(Options.withDescription("print the run events as NDJSON on stdout")),
   fakeModel: Options.boolean("fake-model").pipe(Options.withDescription("run offline against a local fake model")),
@@ -87,6 +96,7 @@ interface RunOptions {
   readonly budgetTokens: Option.Option<number>
   readonly concurrency: number
   readonly resume: Option.Option<string>
+  readonly keepFailed: boolean
   readonly journal: Option.Option<string>
   readonly json: boolean
   readonly fakeModel: boolean
@@ -112,9 +122,9 @@ const eventLine = (event: RunEvent.RunEvent): string | undefined => {
     case "ItemDone":
       return `done ${event.stage} #${event.index}${event.recorded ? " (recorded)" : ""}`
     case "ItemFailed":
-      return `failed ${event.stage} #${event.index}: ${oneLine(event.reason)}`
+      return `failed ${event.stage} #${event.index}${event.recorded ? " (recorded)" : ""}: ${oneLine(event.reason)}`
     case "ItemRetried":
-      return `retry ${event.stage} #${event.index} (attempt ${event.attempt})`
+      return `retry ${event.stage} #${event.index} (attempt ${event.attempt}): ${oneLine(event.reason)}`
     case "ItemSkipped":
       return `skipped ${event.stage} #${event.index}: the budget left cannot cover a turn`
     default:
@@ -206,7 +216,11 @@ const runPipeline = Effect.fn("Pipeline.run")(function*(file: string, options: R
     usd: Option.getOrUndefined(options.budget),
     tokens: Option.getOrUndefined(options.budgetTokens)
   }
-  const handle = yield* definition.start({ runId: Option.getOrUndefined(options.resume), budget }).pipe(
+  const handle = yield* definition.start({
+    runId: Option.getOrUndefined(options.resume),
+    budget,
+    recordedFailures: options.keepFailed ? "keep" : "retry"
+  }).pipe(
     Effect.provide(services),
     Effect.mapError((e) => fail(e.message, 2))
   )

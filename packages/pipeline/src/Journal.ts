@@ -1,9 +1,17 @@
 /**
  * A durable workflow engine for pipeline runs: @effect/workflow's engine
- * interface over one sqlite table, where each activity's success (an
- * (item, stage) result, encoded by the stage's output schema) is written as
- * it completes. A run started again under the same id finds its recorded
- * results there and runs only the rest.
+ * interface over one sqlite table, where each activity's end (an
+ * (item, stage) result, encoded by the stage's output schema, or the item's
+ * own failure after its retries) is written as it completes. A run started
+ * again under the same id finds what is recorded there and runs only the rest.
+ *
+ * A recorded failure is run again by default (`RecordedFailures` "retry":
+ * what failed, a stage fixed since or a model that flaked, is what a resumed
+ * run is for), and the activity sees it as `EarlierFailure`; with "keep" it is
+ * answered from the journal like a result, and nothing is sent for it. Only
+ * the item's own failures are recorded (an error tagged `StageFailed`): the
+ * budget's refusal, an interruption or a defect leave no row, so the item is
+ * simply pending.
  *
  * Why not `ClusterWorkflowEngine` over `SingleRunner`: in @effect/cluster
  * 0.60 its activities are persisted RPCs marked uninterruptible on the
@@ -11,9 +19,9 @@
  * budget, or is stopped with Ctrl-C, must interrupt every session in flight
  * and start none after; here an activity is a plain fiber of the run, so
  * interruption reaches its session and nothing is redelivered.
+ * `test/ClusterEngine.test.ts` shows it on the installed version.
  *
- * Failures are not recorded: an item that failed is tried again by the next
- * run. Durable deferreds and clocks, which pipelines do not use, are kept in
+ * Durable deferreds and clocks, which pipelines do not use, are kept in
  * memory only.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -21,10 +29,37 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type * as Activity from "@effect/workflow/Activity"
 import * as Workflow from "@effect/workflow/Workflow"
 import { makeUnsafe, WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
-import { Effect, Exit, Layer, Option, Schema } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, Schema } from "effect"
 
-const Row = Schema.Struct({ output: Schema.String })
-const table = "skein_pipeline_results"
+/**
+ * What a run does with an activity whose failure an earlier run recorded:
+ * run it again ("retry", the default), or answer with that failure ("keep").
+ */
+export class RecordedFailures extends Context.Reference<RecordedFailures>()("@skein/pipeline/Journal/RecordedFailures", {
+  defaultValue: (): "retry" | "keep" => "retry"
+}) {}
+
+/** Inside an activity run again after a recorded failure: that failure, as recorded (encoded). */
+export class EarlierFailure extends Context.Reference<EarlierFailure>()("@skein/pipeline/Journal/EarlierFailure", {
+  defaultValue: (): Option.Option<unknown> => Option.none()
+}) {}
+
+/** A recorded end: the encoded output, or the encoded error. */
+const Recorded = Schema.parseJson(Schema.Union(
+  Schema.Struct({ _tag: Schema.Literal("Success"), value: Schema.Unknown }),
+  Schema.Struct({ _tag: Schema.Literal("Failure"), error: Schema.Unknown })
+))
+type Recorded = typeof Recorded.Type
+
+const Row = Schema.Struct({ exit: Recorded })
+const table = "skein_pipeline_activities"
+
+/** An item's own failure, worth recording: not the budget's refusal, an interruption or a defect. */
+const ownFailure = (cause: Cause.Cause<unknown>): Option.Option<unknown> =>
+  Option.filter(
+    Cause.failureOption(cause),
+    (error) => typeof error === "object" && error !== null && "_tag" in error && error._tag === "StageFailed"
+  )
 
 /** The engine over the `SqlClient` in context; it creates its table if need be. */
 export const make = Effect.gen(function*() {
@@ -32,7 +67,7 @@ export const make = Effect.gen(function*() {
   yield* sql`CREATE TABLE IF NOT EXISTS ${sql(table)} (
     execution_id TEXT NOT NULL,
     activity TEXT NOT NULL,
-    output TEXT NOT NULL,
+    exit TEXT NOT NULL,
     recorded_at INTEGER NOT NULL,
     PRIMARY KEY (execution_id, activity)
   )`.pipe(Effect.orDie)
@@ -40,24 +75,35 @@ export const make = Effect.gen(function*() {
   const deferreds = new Map<string, Exit.Exit<unknown, unknown>>()
 
   const recorded = (executionId: string, activity: string) =>
-    sql`SELECT output FROM ${sql(table)} WHERE execution_id = ${executionId} AND activity = ${activity}`.pipe(
+    sql`SELECT exit FROM ${sql(table)} WHERE execution_id = ${executionId} AND activity = ${activity}`.pipe(
       Effect.flatMap(Schema.decodeUnknown(Schema.Array(Row))),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row): unknown => JSON.parse(row.output))),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), (row) => row.exit)),
       Effect.orDie
     )
 
-  const record = (executionId: string, activity: string, output: unknown) =>
+  const record = (executionId: string, activity: string, exit: Recorded) =>
     Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeMillis), (now) =>
-      sql`INSERT OR REPLACE INTO ${sql(table)} (execution_id, activity, output, recorded_at)
-          VALUES (${executionId}, ${activity}, ${JSON.stringify(output) ?? "null"}, ${now})`).pipe(Effect.orDie)
+      Effect.flatMap(Schema.encode(Recorded)(exit), (json) =>
+        sql`INSERT OR REPLACE INTO ${sql(table)} (execution_id, activity, exit, recorded_at)
+          VALUES (${executionId}, ${activity}, ${json}, ${now})`)).pipe(Effect.orDie)
 
   const activityExecute = (activity: Activity.Any, _attempt: number) =>
     Effect.gen(function*() {
       const instance = yield* WorkflowInstance
-      const done = yield* recorded(instance.executionId, activity.name)
-      if (Option.isSome(done)) return new Workflow.Complete({ exit: Exit.succeed(done.value) })
-      const exit = yield* Effect.exit(activity.executeEncoded)
-      if (Exit.isSuccess(exit)) yield* record(instance.executionId, activity.name, exit.value)
+      const earlier = yield* recorded(instance.executionId, activity.name)
+      if (Option.isSome(earlier)) {
+        const exit = earlier.value
+        if (exit._tag === "Success") return new Workflow.Complete({ exit: Exit.succeed(exit.value) })
+        if ((yield* RecordedFailures) === "keep") return new Workflow.Complete({ exit: Exit.fail(exit.error) })
+      }
+      const earlierFailure = Option.flatMap(earlier, (exit) => exit._tag === "Failure" ? Option.some(exit.error) : Option.none())
+      const exit = yield* Effect.exit(Effect.provideService(activity.executeEncoded, EarlierFailure, earlierFailure))
+      if (Exit.isSuccess(exit)) {
+        yield* record(instance.executionId, activity.name, { _tag: "Success", value: exit.value })
+      } else {
+        const failure = ownFailure(exit.cause)
+        if (Option.isSome(failure)) yield* record(instance.executionId, activity.name, { _tag: "Failure", error: failure.value })
+      }
       return new Workflow.Complete({ exit })
       // `Activity.Any` types its effect with `any`: this states what the engine interface expects of it.
     }) as Effect.Effect<Workflow.Result<unknown, unknown>, never, WorkflowInstance>

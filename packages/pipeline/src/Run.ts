@@ -45,6 +45,14 @@ export interface Options {
   /** Names the run; a durable run started again with the same id resumes it. Default: a fresh UUID. */
   readonly runId?: string | undefined
   readonly budget?: Budget.Caps | undefined
+  /**
+   * A durable run started again: what to do with an (item, stage) an earlier
+   * run recorded as failed after its retries. "retry" (the default) runs it
+   * again, reported first as `ItemRetried` with the recorded failure;
+   * "keep" reports that failure as `ItemFailed` (`recorded: true`) and sends
+   * nothing. Recorded results are never run again.
+   */
+  readonly recordedFailures?: "retry" | "keep" | undefined
 }
 
 export interface Result<Out> {
@@ -141,7 +149,8 @@ const startItems = <In, Out, E, R, EI, RI, B>(
       summary,
       engine,
       instance: WorkflowEngine.WorkflowInstance.initial(workflow, runId),
-      bases
+      bases,
+      recordedFailures: options.recordedFailures ?? "retry"
     }
     const inputFailure = yield* Ref.make(Option.none<EI>())
     // An input that fails ends its stream here; the run fails with it once the items in flight settle.

@@ -35,7 +35,12 @@ export class ItemDone extends Schema.TaggedClass<ItemDone>()("ItemDone", {
   recorded: Schema.Boolean
 }) {}
 
-export class ItemFailed extends Schema.TaggedClass<ItemFailed>()("ItemFailed", { ...item, reason: Schema.String }) {}
+export class ItemFailed extends Schema.TaggedClass<ItemFailed>()("ItemFailed", {
+  ...item,
+  reason: Schema.String,
+  /** True when a durable run had recorded this failure already and was told to keep it: nothing was sent to the model. */
+  recorded: Schema.Boolean
+}) {}
 
 /** An item that did not start: the budget left could not cover the mean cost of a turn. */
 export class ItemSkipped extends Schema.TaggedClass<ItemSkipped>()("ItemSkipped", item) {}
@@ -77,7 +82,7 @@ export const Summary = Schema.Struct({
   failed: Schema.Number,
   /** Items not started because the budget left could not cover the mean turn. */
   skipped: Schema.Number,
-  /** (item, stage) results a durable run had recorded already: nothing was sent for them. */
+  /** (item, stage) results, or kept failures, a durable run had recorded already: nothing was sent for them. */
   recorded: Schema.Number,
   spent: Spent,
   budget: Schema.Struct({ usd: Schema.NullOr(Schema.Number), tokens: Schema.NullOr(Schema.Number) }),

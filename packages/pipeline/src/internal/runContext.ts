@@ -37,6 +37,8 @@ export interface RunContext {
   readonly engine: WorkflowEngine["Type"]
   readonly instance: WorkflowInstance["Type"]
   readonly bases: RcMap.RcMap<BaseKey, Worker.Workers, StageFailed>
+  /** What a durable engine does with a failure an earlier run recorded. */
+  readonly recordedFailures: "retry" | "keep"
 }
 
 export class Run extends Context.Tag("@skein/pipeline/internal/Run")<Run, RunContext>() {}

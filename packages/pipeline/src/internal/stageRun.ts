@@ -12,6 +12,7 @@ import { ProcessHost, TaskManager } from "@skein/kernel"
 import { Session, type SessionError, Turn, Worker } from "@skein/session"
 import { TranscriptStore } from "@skein/store"
 import { Context, Effect, Either, Option, ParseResult, RcMap, Ref, Schedule, Schema } from "effect"
+import { EarlierFailure, RecordedFailures } from "../Journal.js"
 import { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import { CostCounted, ItemDone, ItemFailed, ItemRetried, ItemSkipped, ItemStarted } from "../RunEvent.js"
 import type * as Stage from "../Stage.js"
@@ -139,6 +140,19 @@ const attempts = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any>, it
     return yield* Effect.flatMap(retried, (either) => either)
   })
 
+const decodeEarlier = Schema.decodeUnknownOption(StageFailed)
+
+/** An item a durable run recorded as failed, run again: reported as a retry, with the recorded failure as its reason. */
+const reportEarlier = (run: RunContext, stage: string, item: Item<unknown>) =>
+  Effect.flatMap(EarlierFailure, (earlier) =>
+    Option.match(Option.flatMap(earlier, decodeEarlier), {
+      onNone: () => Effect.void,
+      onSome: (failure) =>
+        run.events.publish(
+          new ItemRetried({ stage, key: item.key, index: item.index, attempt: 1, reason: `failed in an earlier run: ${failure.message}` })
+        )
+    }))
+
 /**
  * The item's output through the stage, or none when it failed (and the stage
  * is not failFast) or did not start for the budget. `BudgetExceeded` from a
@@ -159,10 +173,12 @@ export const run = <In, Out, R>(stage: Stage.Stage<In, Out, R>, item: Item<In>, 
           const { done, pending } = yield* Effect.provideService(progress, Run, context)
           return yield* new BudgetExceeded({ spent: yield* context.budget.spent, done, pending, reason: "exhausted" })
         }
+        yield* reportEarlier(context, stage.name, item)
         return yield* attempts(context, stage, item, concurrency)
       })
     })
     const outcome = yield* activity.pipe(
+      Effect.provideService(RecordedFailures, context.recordedFailures),
       Effect.provideService(WorkflowEngine, context.engine),
       Effect.provideService(WorkflowInstance, context.instance),
       Effect.either
@@ -195,8 +211,8 @@ const settle = <In, Out, R>(
       return Effect.succeed(Option.none<Out>())
     }
     if (error._tag === "StageFailed") {
-      yield* update((s) => ({ ...s, failed: s.failed + 1 }))
-      yield* emit(new ItemFailed({ ...where, reason: error.message }))
+      yield* update((s) => ({ ...s, failed: s.failed + 1, recorded: s.recorded + (recorded ? 1 : 0) }))
+      yield* emit(new ItemFailed({ ...where, reason: error.message, recorded }))
       if (!stage.failFast) return Effect.succeed(Option.none<Out>())
     }
     return Effect.fail(error)
