@@ -7,8 +7,8 @@
  * default `~/.skein/pipeline/journal.db`), and `--resume <run id>` starts the
  * run again under that id, skipping what is done. Items that failed after
  * their retries are recorded too, and a resume runs them again (a flaky
- * model, or a stage fixed since); `--keep-failed` reports them as failed
- * without sending anything.
+ * model, or a stage fixed since), each reported first as a retry with the
+ * recorded failure.
  *
  * stdout gets the outputs, one JSON a line (with `--json`: the run events as
  * NDJSON, then the outputs as one last line). stderr gets the run id and the
@@ -82,9 +82,6 @@ const runOptions = {
     Options.withDescription("start the run with this id again: what is done is skipped, what failed is run again"),
     Options.optional
   ),
-  keepFailed: Options.boolean("keep-failed").pipe(
-    Options.withDescription("with --resume: report what failed in the earlier run as failed again, without running it")
-  ),
   journal: Options.file("journal").pipe(Options.withDescription("the sqlite journal (default ~/.skein/pipeline/journal.db)"), Options.optional),
   json: Options.boolean("json").pipe(Options.withDescription("print the run events as NDJSON on stdout")),
   fakeModel: Options.boolean("fake-model").pipe(Options.withDescription("run offline against a local fake model")),
@@ -96,7 +93,6 @@ interface RunOptions {
   readonly budgetTokens: Option.Option<number>
   readonly concurrency: number
   readonly resume: Option.Option<string>
-  readonly keepFailed: boolean
   readonly journal: Option.Option<string>
   readonly json: boolean
   readonly fakeModel: boolean
@@ -122,7 +118,7 @@ const eventLine = (event: RunEvent.RunEvent): string | undefined => {
     case "ItemDone":
       return `done ${event.stage} #${event.index}${event.recorded ? " (recorded)" : ""}`
     case "ItemFailed":
-      return `failed ${event.stage} #${event.index}${event.recorded ? " (recorded)" : ""}: ${oneLine(event.reason)}`
+      return `failed ${event.stage} #${event.index}: ${oneLine(event.reason)}`
     case "ItemRetried":
       return `retry ${event.stage} #${event.index} (attempt ${event.attempt}): ${oneLine(event.reason)}`
     case "ItemSkipped":
@@ -216,11 +212,7 @@ const runPipeline = Effect.fn("Pipeline.run")(function*(file: string, options: R
     usd: Option.getOrUndefined(options.budget),
     tokens: Option.getOrUndefined(options.budgetTokens)
   }
-  const handle = yield* definition.start({
-    runId: Option.getOrUndefined(options.resume),
-    budget,
-    recordedFailures: options.keepFailed ? "keep" : "retry"
-  }).pipe(
+  const handle = yield* definition.start({ runId: Option.getOrUndefined(options.resume), budget }).pipe(
     Effect.provide(services),
     Effect.mapError((e) => fail(e.message, 2))
   )

@@ -3,14 +3,15 @@
  * id, with each (item, stage) an activity of it. On the default in-memory
  * engine that is only bookkeeping; on a durable engine (`Journal`) every
  * result is recorded as it completes, and a run started again with the same
- * id gets the recorded ones back without a session.
+ * id gets the recorded ones back without a session. An item that failed
+ * after its retries is recorded too, and a run started again tries it again,
+ * reporting the recorded failure as the reason of an `ItemRetried`.
  *
  * A run reports a `Stream` of events and a `SubscriptionRef` summary, counts
  * every turn against its budget, and ends with the outputs in input order,
  * with `BudgetExceeded`, with a failFast stage's failure, or with the input
  * stream's own failure once the items in flight settle.
  */
-import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import type { Worker } from "@skein/session"
 import {
@@ -21,12 +22,12 @@ import {
   Effect,
   Exit,
   Fiber,
+  FiberSet,
   Layer,
   Option,
   PubSub,
   RcMap,
   Ref,
-  Schema,
   type Scope,
   Stream,
   type Subscribable,
@@ -40,19 +41,12 @@ import { BudgetExceeded, type BudgetInvalid, type StageFailed } from "./Pipeline
 import { type RunEvent, RunEnded, RunStarted, type Summary } from "./RunEvent.js"
 import { type Item, keyed } from "./internal/item.js"
 import { type BaseKey, pendingOf, Run, type RunContext } from "./internal/runContext.js"
+import { workflow } from "./internal/workflow.js"
 
 export interface Options {
   /** Names the run; a durable run started again with the same id resumes it. Default: a fresh UUID. */
   readonly runId?: string | undefined
   readonly budget?: Budget.Caps | undefined
-  /**
-   * A durable run started again: what to do with an (item, stage) an earlier
-   * run recorded as failed after its retries. "retry" (the default) runs it
-   * again, reported first as `ItemRetried` with the recorded failure;
-   * "keep" reports that failure as `ItemFailed` (`recorded: true`) and sends
-   * nothing. Recorded results are never run again.
-   */
-  readonly recordedFailures?: "retry" | "keep" | undefined
 }
 
 export interface Result<Out> {
@@ -72,11 +66,7 @@ export interface Handle<A, E> {
 }
 
 /** The run's one workflow: its executions are runs, keyed by run id. */
-export const workflow = Workflow.make({
-  name: "skein/pipeline",
-  payload: { runId: Schema.String },
-  idempotencyKey: ({ runId }) => runId
-})
+export { workflow }
 
 /** The engine in context, or an in-memory one for this run. */
 const engineOf = Effect.flatMap(Effect.serviceOption(WorkflowEngine.WorkflowEngine), Option.match({
@@ -150,7 +140,7 @@ const startItems = <In, Out, E, R, EI, RI, B>(
       engine,
       instance: WorkflowEngine.WorkflowInstance.initial(workflow, runId),
       bases,
-      recordedFailures: options.recordedFailures ?? "retry"
+      closing: yield* FiberSet.make()
     }
     const inputFailure = yield* Ref.make(Option.none<EI>())
     // An input that fails ends its stream here; the run fails with it once the items in flight settle.
@@ -171,6 +161,8 @@ const startItems = <In, Out, E, R, EI, RI, B>(
       }
       return { runId, value, summary: end }
     }).pipe(
+      // Every session is closed before the run ends, however it ends.
+      Effect.ensuring(FiberSet.awaitEmpty(context.closing)),
       Effect.provideService(Run, context),
       Effect.onExit((exit) =>
         Effect.flatMap(SubscriptionRef.get(summary), (s) =>

@@ -23,6 +23,11 @@ export class RunStarted extends Schema.TaggedClass<RunStarted>()("RunStarted", {
 
 export class ItemStarted extends Schema.TaggedClass<ItemStarted>()("ItemStarted", { ...item, attempt: Schema.Number }) {}
 
+/**
+ * An item tried again: after a failed attempt (`attempt` > 1), or, in a
+ * durable run started again, after the failure an earlier run recorded
+ * (`attempt` 1, the reason "failed in an earlier run: …").
+ */
 export class ItemRetried extends Schema.TaggedClass<ItemRetried>()("ItemRetried", {
   ...item,
   attempt: Schema.Number,
@@ -35,12 +40,7 @@ export class ItemDone extends Schema.TaggedClass<ItemDone>()("ItemDone", {
   recorded: Schema.Boolean
 }) {}
 
-export class ItemFailed extends Schema.TaggedClass<ItemFailed>()("ItemFailed", {
-  ...item,
-  reason: Schema.String,
-  /** True when a durable run had recorded this failure already and was told to keep it: nothing was sent to the model. */
-  recorded: Schema.Boolean
-}) {}
+export class ItemFailed extends Schema.TaggedClass<ItemFailed>()("ItemFailed", { ...item, reason: Schema.String }) {}
 
 /** An item that did not start: the budget left could not cover the mean cost of a turn. */
 export class ItemSkipped extends Schema.TaggedClass<ItemSkipped>()("ItemSkipped", item) {}
@@ -82,7 +82,7 @@ export const Summary = Schema.Struct({
   failed: Schema.Number,
   /** Items not started because the budget left could not cover the mean turn. */
   skipped: Schema.Number,
-  /** (item, stage) results, or kept failures, a durable run had recorded already: nothing was sent for them. */
+  /** (item, stage) results a durable run had recorded already: nothing was sent for them. */
   recorded: Schema.Number,
   spent: Spent,
   budget: Schema.Struct({ usd: Schema.NullOr(Schema.Number), tokens: Schema.NullOr(Schema.Number) }),

@@ -5,7 +5,7 @@
  */
 import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
 import type { Session, Worker } from "@skein/session"
-import { Context, Effect, Equal, Hash, type PubSub, type RcMap, type Scope, SubscriptionRef } from "effect"
+import { Context, Effect, Equal, type FiberSet, Hash, type PubSub, type RcMap, type Scope, SubscriptionRef } from "effect"
 import type * as Budget from "../Budget.js"
 import type { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import type { RunEvent, Summary } from "../RunEvent.js"
@@ -37,8 +37,8 @@ export interface RunContext {
   readonly engine: WorkflowEngine["Type"]
   readonly instance: WorkflowInstance["Type"]
   readonly bases: RcMap.RcMap<BaseKey, Worker.Workers, StageFailed>
-  /** What a durable engine does with a failure an earlier run recorded. */
-  readonly recordedFailures: "retry" | "keep"
+  /** Sessions of finished items, closing off the items' path; the run ends once they are closed. */
+  readonly closing: FiberSet.FiberSet
 }
 
 export class Run extends Context.Tag("@skein/pipeline/internal/Run")<Run, RunContext>() {}
