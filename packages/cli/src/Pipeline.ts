@@ -24,7 +24,7 @@ import { Journal, Launch, Pipeline, type PipelineError, Run, RunEvent } from "@s
 import type { Session } from "@skein/session"
 import { TranscriptLayout, TranscriptStore } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Console, Effect, Layer, Option, type Scope, Stream } from "effect"
+import { Console, Effect, Fiber, Layer, Option, type Scope, Stream } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -128,26 +128,29 @@ const eventLine = (event: RunEvent.RunEvent): string | undefined => {
   }
 }
 
-/** Reports the run on stderr (and, with `--json`, its events on stdout) until it ends. */
-const report = (handle: Run.Handle<unknown, unknown>, json: boolean) =>
-  Effect.gen(function*() {
-    const tty = process.stderr.isTTY === true
-    yield* handle.events.pipe(
-      Stream.runForEach((event) =>
-        Effect.gen(function*() {
-          if (json) process.stdout.write(RunEvent.encodeLine(event))
-          if (tty) {
-            const summary = yield* handle.summary.get
-            process.stderr.write(`\r\x1b[2K${progressLine(summary, Date.now())}`)
-          } else {
-            const line = eventLine(event)
-            if (line !== undefined) process.stderr.write(`${line}\n`)
-          }
-        })
-      )
-    )
-    if (tty) process.stderr.write("\n")
-  })
+/**
+ * Reports the run on stderr (and, with `--json`, its events on stdout) until
+ * it ends; on a terminal, the progress line is ended however the report
+ * ends, so what is printed next starts a line of its own.
+ */
+const report = (handle: Run.Handle<unknown, unknown>, json: boolean) => {
+  const tty = process.stderr.isTTY === true
+  return handle.events.pipe(
+    Stream.runForEach((event) =>
+      Effect.gen(function*() {
+        if (json) process.stdout.write(RunEvent.encodeLine(event))
+        if (tty) {
+          const summary = yield* handle.summary.get
+          process.stderr.write(`\r\x1b[2K${progressLine(summary, Date.now())}`)
+        } else {
+          const line = eventLine(event)
+          if (line !== undefined) process.stderr.write(`${line}\n`)
+        }
+      })
+    ),
+    Effect.ensuring(Effect.sync(() => tty && process.stderr.write("\n")))
+  )
+}
 
 /** Where every session runs: the person's CLI, or offline against a fake model. */
 const launchOf = (definition: Definition, options: RunOptions): Effect.Effect<
@@ -220,7 +223,8 @@ const runPipeline = Effect.fn("Pipeline.run")(function*(file: string, options: R
   const reporter = yield* Effect.fork(report(handle, options.json))
   const resumeHint = `resume with: skein pipeline run ${file} --resume ${handle.runId}`
   const result = yield* handle.await.pipe(
-    Effect.onInterrupt(() => Console.error(`\ninterrupted run ${handle.runId}; ${resumeHint}`)),
+    // The report stops first, so the line says where the run stopped and nothing redraws over it.
+    Effect.onInterrupt(() => Effect.zipRight(Fiber.interrupt(reporter), Console.error(`interrupted run ${handle.runId}; ${resumeHint}`))),
     Effect.mapError((e) => fail(`run ${handle.runId}: ${describeError(e)}; ${resumeHint}`))
   )
   yield* reporter.await

@@ -154,6 +154,9 @@ const attempts = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any>, it
     return yield* Effect.flatMap(retried, (either) => either)
   })
 
+/** Built once: an activity's schemas are built anew for each item. */
+const ActivityError = Schema.Union(StageFailed, BudgetExceeded)
+
 /**
  * The activity of one item through one stage. `ran` tells whether a call ran
  * its body or the engine answered from what an earlier run recorded;
@@ -170,7 +173,7 @@ const activityOf = <In, Out, R>(
   Activity.make({
     name: `${stage.name}/${item.key}`,
     success: stage.outputSchema,
-    error: Schema.Union(StageFailed, BudgetExceeded),
+    error: ActivityError,
     interruptRetryPolicy: Schedule.stop,
     execute: Effect.gen(function*() {
       yield* Ref.set(ran, true)
