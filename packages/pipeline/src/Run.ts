@@ -1,7 +1,7 @@
 /**
  * Running a pipeline over inputs: one workflow execution whose id is the run
- * id, with each (item, stage) an activity of it. On the default in-memory
- * engine that is only bookkeeping; on a durable engine (`Journal`) every
+ * id, with each (item, stage) an activity of it when a workflow engine is in
+ * context. Without one the items simply run; on a durable engine (`Journal`) every
  * result is recorded as it completes, and a run started again with the same
  * id gets the recorded ones back without a session. An item that failed
  * after its retries is recorded too, and a run started again tries it again,
@@ -18,12 +18,10 @@ import {
   Cause,
   Chunk,
   Clock,
-  Context,
   Effect,
   Exit,
   Fiber,
   FiberSet,
-  Layer,
   Option,
   PubSub,
   RcMap,
@@ -68,12 +66,6 @@ export interface Handle<A, E> {
 /** The run's one workflow: its executions are runs, keyed by run id. */
 export { workflow }
 
-/** The engine in context, or an in-memory one for this run. */
-const engineOf = Effect.flatMap(Effect.serviceOption(WorkflowEngine.WorkflowEngine), Option.match({
-  onSome: Effect.succeed,
-  onNone: () => Effect.map(Layer.build(WorkflowEngine.layerMemory), Context.get(WorkflowEngine.WorkflowEngine))
-}))
-
 type Input<In, EI, RI> = Iterable<In> | Stream.Stream<In, EI, RI>
 
 const inputStream = <In, EI, RI>(input: Input<In, EI, RI>): { readonly stream: Stream.Stream<In, EI, RI>; readonly total: number | null } => {
@@ -113,7 +105,7 @@ const startItems = <In, Out, E, R, EI, RI, B>(
     const budget = yield* Budget.make(options.budget ?? {})
     const runId = options.runId ?? Crypto.randomUUID()
     const launch = yield* Launch
-    const engine = yield* engineOf
+    const engine = yield* Effect.serviceOption(WorkflowEngine.WorkflowEngine)
     const { stream, total } = inputStream(input)
     const events = yield* PubSub.unbounded<RunEvent>({ replay: Number.MAX_SAFE_INTEGER })
     const summary = yield* SubscriptionRef.make<Summary>({

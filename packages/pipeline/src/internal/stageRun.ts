@@ -229,14 +229,20 @@ export const run = <In, Out, R>(stage: Stage.Stage<In, Out, R>, item: Item<In>, 
     }
     const ran = yield* Ref.make(false)
     const earlier = yield* Ref.make(Option.none<StageFailed>())
-    const activity = activityOf(context, stage, item, concurrency, ran, earlier)
-    const ended = yield* call((attempt) =>
-      activity.pipe(
-        Effect.provideService(Activity.CurrentAttempt, attempt),
-        Effect.provideService(WorkflowEngine, context.engine),
-        Effect.provideService(WorkflowInstance, context.instance),
-        Effect.exit
-      ), ran, earlier)
+    // Without a durable engine an activity would only be bookkeeping (some ms of it per item): the attempts run as they are.
+    const ended = yield* Option.match(context.engine, {
+      onNone: () => Effect.map(Effect.exit(attempts(context, stage, item, concurrency)), (exit) => ({ exit, recorded: false })),
+      onSome: (engine) => {
+        const activity = activityOf(context, stage, item, concurrency, ran, earlier)
+        return call((attempt) =>
+          activity.pipe(
+            Effect.provideService(Activity.CurrentAttempt, attempt),
+            Effect.provideService(WorkflowEngine, engine),
+            Effect.provideService(WorkflowInstance, context.instance),
+            Effect.exit
+          ), ran, earlier)
+      }
+    })
     const outcome = yield* Effect.either(ended.exit)
     const output = yield* settle(context, stage, item, outcome, ended.recorded)
     // The item's turn is counted and its result recorded: now a crossed cap ends the run.
