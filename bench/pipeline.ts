@@ -13,10 +13,11 @@
  * read up to the `result` line, stdin closed and the exit awaited.
  *
  * skein: one text stage (`Stage.text`: the stand-in prints no structured
- * output) over the same items through `Run.collect` on the in-memory
- * workflow engine: per item an activity, the budget's admission check and
- * count, the events and the summary, and a full `Session.start` (control
- * protocol, turn tracking, the session's scope closing the process).
+ * output) over the same items through `Run.collect`, no workflow engine in
+ * context (as `skein pipeline run` without a journal would be): per item the
+ * budget's admission check and count, the events and the summary, and a full
+ * `Session.start` (control protocol, turn tracking, the process closed after
+ * the item, off its path).
  *
  * sessions alone: the same `Session.start` + one turn + scope close per item,
  * `Effect.forEach` at the same concurrency, no pipeline: it splits skein's

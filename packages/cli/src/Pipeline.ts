@@ -5,7 +5,10 @@
  * and optionally the replies of the fake model for `--fake-model`. Every run
  * is durable: its (item, stage) results go to a sqlite journal (`--journal`,
  * default `~/.skein/pipeline/journal.db`), and `--resume <run id>` starts the
- * run again under that id, skipping what is done.
+ * run again under that id, skipping what is done. Items that failed after
+ * their retries are recorded too, and a resume runs them again (a flaky
+ * model, or a stage fixed since), each reported first as a retry with the
+ * recorded failure.
  *
  * stdout gets the outputs, one JSON a line (with `--json`: the run events as
  * NDJSON, then the outputs as one last line). stderr gets the run id and the
@@ -21,7 +24,7 @@ import { Journal, Launch, Pipeline, type PipelineError, Run, RunEvent } from "@s
 import type { Session } from "@skein/session"
 import { TranscriptLayout, TranscriptStore } from "@skein/store"
 import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Console, Effect, Layer, Option, type Scope, Stream } from "effect"
+import { Console, Effect, Fiber, Layer, Option, type Scope, Stream } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -75,7 +78,10 @@ const runOptions = {
     Options.withDescription("items at once in every stage that does not set its own (default 4)"),
     Options.withDefault(4)
   ),
-  resume: Options.text("resume").pipe(Options.withDescription("start the run with this id again, skipping what is done"), Options.optional),
+  resume: Options.text("resume").pipe(
+    Options.withDescription("start the run with this id again: what is done is skipped, what failed is run again"),
+    Options.optional
+  ),
   journal: Options.file("journal").pipe(Options.withDescription("the sqlite journal (default ~/.skein/pipeline/journal.db)"), Options.optional),
   json: Options.boolean("json").pipe(Options.withDescription("print the run events as NDJSON on stdout")),
   fakeModel: Options.boolean("fake-model").pipe(Options.withDescription("run offline against a local fake model")),
@@ -114,7 +120,7 @@ const eventLine = (event: RunEvent.RunEvent): string | undefined => {
     case "ItemFailed":
       return `failed ${event.stage} #${event.index}: ${oneLine(event.reason)}`
     case "ItemRetried":
-      return `retry ${event.stage} #${event.index} (attempt ${event.attempt})`
+      return `retry ${event.stage} #${event.index} (attempt ${event.attempt}): ${oneLine(event.reason)}`
     case "ItemSkipped":
       return `skipped ${event.stage} #${event.index}: the budget left cannot cover a turn`
     default:
@@ -122,26 +128,29 @@ const eventLine = (event: RunEvent.RunEvent): string | undefined => {
   }
 }
 
-/** Reports the run on stderr (and, with `--json`, its events on stdout) until it ends. */
-const report = (handle: Run.Handle<unknown, unknown>, json: boolean) =>
-  Effect.gen(function*() {
-    const tty = process.stderr.isTTY === true
-    yield* handle.events.pipe(
-      Stream.runForEach((event) =>
-        Effect.gen(function*() {
-          if (json) process.stdout.write(RunEvent.encodeLine(event))
-          if (tty) {
-            const summary = yield* handle.summary.get
-            process.stderr.write(`\r\x1b[2K${progressLine(summary, Date.now())}`)
-          } else {
-            const line = eventLine(event)
-            if (line !== undefined) process.stderr.write(`${line}\n`)
-          }
-        })
-      )
-    )
-    if (tty) process.stderr.write("\n")
-  })
+/**
+ * Reports the run on stderr (and, with `--json`, its events on stdout) until
+ * it ends; on a terminal, the progress line is ended however the report
+ * ends, so what is printed next starts a line of its own.
+ */
+const report = (handle: Run.Handle<unknown, unknown>, json: boolean) => {
+  const tty = process.stderr.isTTY === true
+  return handle.events.pipe(
+    Stream.runForEach((event) =>
+      Effect.gen(function*() {
+        if (json) process.stdout.write(RunEvent.encodeLine(event))
+        if (tty) {
+          const summary = yield* handle.summary.get
+          process.stderr.write(`\r\x1b[2K${progressLine(summary, Date.now())}`)
+        } else {
+          const line = eventLine(event)
+          if (line !== undefined) process.stderr.write(`${line}\n`)
+        }
+      })
+    ),
+    Effect.ensuring(Effect.sync(() => tty && process.stderr.write("\n")))
+  )
+}
 
 /** Where every session runs: the person's CLI, or offline against a fake model. */
 const launchOf = (definition: Definition, options: RunOptions): Effect.Effect<
@@ -214,7 +223,8 @@ const runPipeline = Effect.fn("Pipeline.run")(function*(file: string, options: R
   const reporter = yield* Effect.fork(report(handle, options.json))
   const resumeHint = `resume with: skein pipeline run ${file} --resume ${handle.runId}`
   const result = yield* handle.await.pipe(
-    Effect.onInterrupt(() => Console.error(`\ninterrupted run ${handle.runId}; ${resumeHint}`)),
+    // The report stops first, so the line says where the run stopped and nothing redraws over it.
+    Effect.onInterrupt(() => Effect.zipRight(Fiber.interrupt(reporter), Console.error(`interrupted run ${handle.runId}; ${resumeHint}`))),
     Effect.mapError((e) => fail(`run ${handle.runId}: ${describeError(e)}; ${resumeHint}`))
   )
   yield* reporter.await

@@ -1,32 +1,31 @@
 /**
  * Running a pipeline over inputs: one workflow execution whose id is the run
- * id, with each (item, stage) an activity of it. On the default in-memory
- * engine that is only bookkeeping; on a durable engine (`Journal`) every
+ * id, with each (item, stage) an activity of it when a workflow engine is in
+ * context. Without one the items simply run; on a durable engine (`Journal`) every
  * result is recorded as it completes, and a run started again with the same
- * id gets the recorded ones back without a session.
+ * id gets the recorded ones back without a session. An item that failed
+ * after its retries is recorded too, and a run started again tries it again,
+ * reporting the recorded failure as the reason of an `ItemRetried`.
  *
  * A run reports a `Stream` of events and a `SubscriptionRef` summary, counts
  * every turn against its budget, and ends with the outputs in input order,
  * with `BudgetExceeded`, with a failFast stage's failure, or with the input
  * stream's own failure once the items in flight settle.
  */
-import * as Workflow from "@effect/workflow/Workflow"
 import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import type { Worker } from "@skein/session"
 import {
   Cause,
   Chunk,
   Clock,
-  Context,
   Effect,
   Exit,
   Fiber,
-  Layer,
+  FiberSet,
   Option,
   PubSub,
   RcMap,
   Ref,
-  Schema,
   type Scope,
   Stream,
   type Subscribable,
@@ -40,6 +39,7 @@ import { BudgetExceeded, type BudgetInvalid, type StageFailed } from "./Pipeline
 import { type RunEvent, RunEnded, RunStarted, type Summary } from "./RunEvent.js"
 import { type Item, keyed } from "./internal/item.js"
 import { type BaseKey, pendingOf, Run, type RunContext } from "./internal/runContext.js"
+import { workflow } from "./internal/workflow.js"
 
 export interface Options {
   /** Names the run; a durable run started again with the same id resumes it. Default: a fresh UUID. */
@@ -64,17 +64,7 @@ export interface Handle<A, E> {
 }
 
 /** The run's one workflow: its executions are runs, keyed by run id. */
-export const workflow = Workflow.make({
-  name: "skein/pipeline",
-  payload: { runId: Schema.String },
-  idempotencyKey: ({ runId }) => runId
-})
-
-/** The engine in context, or an in-memory one for this run. */
-const engineOf = Effect.flatMap(Effect.serviceOption(WorkflowEngine.WorkflowEngine), Option.match({
-  onSome: Effect.succeed,
-  onNone: () => Effect.map(Layer.build(WorkflowEngine.layerMemory), Context.get(WorkflowEngine.WorkflowEngine))
-}))
+export { workflow }
 
 type Input<In, EI, RI> = Iterable<In> | Stream.Stream<In, EI, RI>
 
@@ -115,7 +105,7 @@ const startItems = <In, Out, E, R, EI, RI, B>(
     const budget = yield* Budget.make(options.budget ?? {})
     const runId = options.runId ?? Crypto.randomUUID()
     const launch = yield* Launch
-    const engine = yield* engineOf
+    const engine = yield* Effect.serviceOption(WorkflowEngine.WorkflowEngine)
     const { stream, total } = inputStream(input)
     const events = yield* PubSub.unbounded<RunEvent>({ replay: Number.MAX_SAFE_INTEGER })
     const summary = yield* SubscriptionRef.make<Summary>({
@@ -141,7 +131,8 @@ const startItems = <In, Out, E, R, EI, RI, B>(
       summary,
       engine,
       instance: WorkflowEngine.WorkflowInstance.initial(workflow, runId),
-      bases
+      bases,
+      closing: yield* FiberSet.make()
     }
     const inputFailure = yield* Ref.make(Option.none<EI>())
     // An input that fails ends its stream here; the run fails with it once the items in flight settle.
@@ -162,6 +153,8 @@ const startItems = <In, Out, E, R, EI, RI, B>(
       }
       return { runId, value, summary: end }
     }).pipe(
+      // Every session is closed before the run ends, however it ends.
+      Effect.ensuring(FiberSet.awaitEmpty(context.closing)),
       Effect.provideService(Run, context),
       Effect.onExit((exit) =>
         Effect.flatMap(SubscriptionRef.get(summary), (s) =>

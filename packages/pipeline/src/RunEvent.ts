@@ -23,6 +23,11 @@ export class RunStarted extends Schema.TaggedClass<RunStarted>()("RunStarted", {
 
 export class ItemStarted extends Schema.TaggedClass<ItemStarted>()("ItemStarted", { ...item, attempt: Schema.Number }) {}
 
+/**
+ * An item tried again: after a failed attempt (`attempt` > 1), or, in a
+ * durable run started again, after the failure an earlier run recorded
+ * (`attempt` 1, the reason "failed in an earlier run: …").
+ */
 export class ItemRetried extends Schema.TaggedClass<ItemRetried>()("ItemRetried", {
   ...item,
   attempt: Schema.Number,

@@ -5,7 +5,7 @@
  */
 import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
 import type { Session, Worker } from "@skein/session"
-import { Context, Effect, Equal, Hash, type PubSub, type RcMap, type Scope, SubscriptionRef } from "effect"
+import { Context, Effect, Equal, type FiberSet, Hash, type Option, type PubSub, type RcMap, type Scope, SubscriptionRef } from "effect"
 import type * as Budget from "../Budget.js"
 import type { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import type { RunEvent, Summary } from "../RunEvent.js"
@@ -34,9 +34,12 @@ export interface RunContext {
   readonly budget: Budget.Budget
   readonly events: PubSub.PubSub<RunEvent>
   readonly summary: SubscriptionRef.SubscriptionRef<Summary>
-  readonly engine: WorkflowEngine["Type"]
+  /** The durable engine in context, if any. */
+  readonly engine: Option.Option<WorkflowEngine["Type"]>
   readonly instance: WorkflowInstance["Type"]
   readonly bases: RcMap.RcMap<BaseKey, Worker.Workers, StageFailed>
+  /** Sessions of finished items, closing off the items' path; the run ends once they are closed. */
+  readonly closing: FiberSet.FiberSet
 }
 
 export class Run extends Context.Tag("@skein/pipeline/internal/Run")<Run, RunContext>() {}

@@ -11,7 +11,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { ProcessHost, TaskManager } from "@skein/kernel"
 import { Session, type SessionError, Turn, Worker } from "@skein/session"
 import { TranscriptStore } from "@skein/store"
-import { Context, Effect, Either, Option, ParseResult, RcMap, Ref, Schedule, Schema } from "effect"
+import { Cause, Context, Effect, Either, Exit, FiberSet, Option, ParseResult, RcMap, Ref, Schedule, Schema, Scope } from "effect"
 import { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import { CostCounted, ItemDone, ItemFailed, ItemRetried, ItemSkipped, ItemStarted } from "../RunEvent.js"
 import type * as Stage from "../Stage.js"
@@ -49,18 +49,33 @@ const decodeText = <In, Out>(stage: Stage.Stage<In, Out, any>, key: string, text
     Effect.mapError(() => failed(stage.name, key, "TurnFailed", "the turn ended without a text answer"))
   )
 
-/** One attempt in a fresh session, closed when the attempt ends. */
+/**
+ * Closes an attempt's session. After a success its close (the CLI's exit,
+ * some tens of ms) is off the item's path: the next item starts meanwhile,
+ * and the run awaits every close before it ends (`RunContext.closing`).
+ * After a failure or an interrupt it closes at once, so a crossed budget or
+ * a timeout returns only once its sessions are gone.
+ */
+const closeSession = (run: RunContext) => (scope: Scope.CloseableScope, exit: Exit.Exit<unknown, unknown>) =>
+  Exit.isSuccess(exit)
+    ? Effect.asVoid(FiberSet.run(run.closing, Effect.uninterruptible(Scope.close(scope, exit))))
+    : Scope.close(scope, exit)
+
+/** One attempt in a fresh session. */
 const freshAttempt = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any>, item: Item<In>) =>
-  Effect.scoped(
-    Effect.gen(function*() {
-      const session = yield* Session.start({ ...run.launch, ...stage.session, ...(stage.structured ? { outputSchema: stage.outputSchema } : {}) })
-      const summary = yield* Effect.flatMap(session.send(stage.prompt(item.value)), (turn) => turn.result)
-      yield* charge(run, stage.name, item.key, summary.costUsd, summary.usage)
-      if (!stage.structured) return yield* decodeText(stage, item.key, summary.text)
-      return yield* Turn.structuredOutput(stage.outputSchema)(summary).pipe(
-        Effect.mapError((e) => failed(stage.name, item.key, "StructuredOutputInvalid", e.issue))
-      )
-    })
+  Effect.acquireUseRelease(
+    Scope.make(),
+    (scope) =>
+      Effect.gen(function*() {
+        const session = yield* Session.start({ ...run.launch, ...stage.session, ...(stage.structured ? { outputSchema: stage.outputSchema } : {}) })
+        const summary = yield* Effect.flatMap(session.send(stage.prompt(item.value)), (turn) => turn.result)
+        yield* charge(run, stage.name, item.key, summary.costUsd, summary.usage)
+        if (!stage.structured) return yield* decodeText(stage, item.key, summary.text)
+        return yield* Turn.structuredOutput(stage.outputSchema)(summary).pipe(
+          Effect.mapError((e) => failed(stage.name, item.key, "StructuredOutputInvalid", e.issue))
+        )
+      }).pipe(Scope.extend(scope)),
+    closeSession(run)
   ).pipe(Effect.catchAll(asStageFailed(stage.name, item.key)))
 
 /**
@@ -139,35 +154,97 @@ const attempts = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any>, it
     return yield* Effect.flatMap(retried, (either) => either)
   })
 
+/** Built once: an activity's schemas are built anew for each item. */
+const ActivityError = Schema.Union(StageFailed, BudgetExceeded)
+
+/**
+ * The activity of one item through one stage. `ran` tells whether a call ran
+ * its body or the engine answered from what an earlier run recorded;
+ * `earlier` holds the recorded failure a call goes past, reported as a retry.
+ */
+const activityOf = <In, Out, R>(
+  context: RunContext,
+  stage: Stage.Stage<In, Out, R>,
+  item: Item<In>,
+  concurrency: number,
+  ran: Ref.Ref<boolean>,
+  earlier: Ref.Ref<Option.Option<StageFailed>>
+) =>
+  Activity.make({
+    name: `${stage.name}/${item.key}`,
+    success: stage.outputSchema,
+    error: ActivityError,
+    interruptRetryPolicy: Schedule.stop,
+    execute: Effect.gen(function*() {
+      yield* Ref.set(ran, true)
+      const failure = yield* Ref.get(earlier)
+      if (Option.isSome(failure)) {
+        const where = { stage: stage.name, key: item.key, index: item.index }
+        yield* context.events.publish(new ItemRetried({ ...where, attempt: 1, reason: `failed in an earlier run: ${failure.value.message}` }))
+      }
+      return yield* attempts(context, stage, item, concurrency)
+    })
+  })
+
+/**
+ * Calls the activity under attempt numbers from 1. A durable engine answers
+ * an attempt an earlier run finished from its record; when that record is a
+ * failure (the item's `StageFailed` after its retries, or a defect) the call
+ * goes on to the next attempt number, and the first one no run has recorded
+ * runs the item again: a resumed run retries what failed.
+ */
+const call = <Out, R>(
+  once: (attempt: number) => Effect.Effect<Exit.Exit<Out, StageFailed | BudgetExceeded>, never, R>,
+  ran: Ref.Ref<boolean>,
+  earlier: Ref.Ref<Option.Option<StageFailed>>
+) => {
+  const attempt = (n: number): Effect.Effect<{ readonly exit: Exit.Exit<Out, StageFailed | BudgetExceeded>; readonly recorded: boolean }, never, R> =>
+    Effect.gen(function*() {
+      yield* Ref.set(ran, false)
+      const exit = yield* once(n)
+      const recorded = !(yield* Ref.get(ran))
+      if (!recorded || Exit.isSuccess(exit) || Exit.isInterrupted(exit)) return { exit, recorded }
+      const failure = Option.filter(Cause.failureOption(exit.cause), (e): e is StageFailed => e._tag === "StageFailed")
+      if (Option.isSome(failure)) yield* Ref.set(earlier, failure)
+      return yield* attempt(n + 1)
+    })
+  return attempt(1)
+}
+
 /**
  * The item's output through the stage, or none when it failed (and the stage
  * is not failFast) or did not start for the budget. `BudgetExceeded` from a
  * crossed cap, and a failFast stage's failure, end the run.
+ *
+ * The budget's admission check comes before the activity, so a refusal is
+ * never recorded as the item's end.
  */
 export const run = <In, Out, R>(stage: Stage.Stage<In, Out, R>, item: Item<In>, concurrency: number) =>
   Effect.gen(function*() {
     const context = yield* Run
+    if (!(yield* context.budget.admits)) {
+      const { done, pending } = yield* Effect.provideService(progress, Run, context)
+      const refused = new BudgetExceeded({ spent: yield* context.budget.spent, done, pending, reason: "exhausted" })
+      return yield* yield* settle(context, stage, item, Either.left(refused), false)
+    }
     const ran = yield* Ref.make(false)
-    const activity = Activity.make({
-      name: `${stage.name}/${item.key}`,
-      success: stage.outputSchema,
-      error: Schema.Union(StageFailed, BudgetExceeded),
-      interruptRetryPolicy: Schedule.stop,
-      execute: Effect.gen(function*() {
-        yield* Ref.set(ran, true)
-        if (!(yield* context.budget.admits)) {
-          const { done, pending } = yield* Effect.provideService(progress, Run, context)
-          return yield* new BudgetExceeded({ spent: yield* context.budget.spent, done, pending, reason: "exhausted" })
-        }
-        return yield* attempts(context, stage, item, concurrency)
-      })
+    const earlier = yield* Ref.make(Option.none<StageFailed>())
+    // Without a durable engine an activity would only be bookkeeping (some ms of it per item): the attempts run as they are.
+    const ended = yield* Option.match(context.engine, {
+      onNone: () => Effect.map(Effect.exit(attempts(context, stage, item, concurrency)), (exit) => ({ exit, recorded: false })),
+      onSome: (engine) => {
+        const activity = activityOf(context, stage, item, concurrency, ran, earlier)
+        return call((attempt) =>
+          activity.pipe(
+            Effect.provideService(Activity.CurrentAttempt, attempt),
+            Effect.provideService(WorkflowEngine, engine),
+            Effect.provideService(WorkflowInstance, context.instance),
+            Effect.exit
+          ), ran, earlier)
+      }
     })
-    const outcome = yield* activity.pipe(
-      Effect.provideService(WorkflowEngine, context.engine),
-      Effect.provideService(WorkflowInstance, context.instance),
-      Effect.either
-    )
-    const output = yield* settle(context, stage, item, outcome, !(yield* Ref.get(ran)))
+    const outcome = yield* Effect.either(ended.exit)
+    const output = yield* settle(context, stage, item, outcome, ended.recorded)
     // The item's turn is counted and its result recorded: now a crossed cap ends the run.
     yield* context.budget.check(Effect.provideService(progress, Run, context))
     return yield* output
