@@ -121,12 +121,3 @@ export const errorName = (frame: Frame): string | undefined => {
     ? error.name
     : undefined
 }
-
-/** The same hash @effect/cluster's Sharding uses to place an entity id on a shard (`getShardId`). */
-export const shardOf = (entityId: string, shardsPerGroup = 300): string => {
-  let h = 5381
-  let i = entityId.length
-  while (i) h = (h * 33) ^ entityId.charCodeAt(--i)
-  const hashed = (h & 0xbfffffff) | ((h >>> 1) & 0x40000000)
-  return `default:${Math.abs(hashed % shardsPerGroup) + 1}`
-}
