@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config"
 
 /** Suites that drive a whole terminal or browser run alone, after the rest: see `vitest.heavy.config.ts`. */
-export const heavy = ["**/*.tui.test.ts", "**/*.browser.test.ts"]
+export const heavy = ["**/*.tui.test.ts", "**/*.browser.test.ts", "**/*.cluster.test.ts"]
 
 /**
  * Tests run from sources: the "@skein/source" export condition resolves every

@@ -1,7 +1,7 @@
 import { defineConfig } from "vitest/config"
 import { heavy, sourceConditions, sourceEnv } from "./vitest.config.js"
 
-/** The TUI (tmux) and browser (Chromium) suites: one file at a time, each owns the machine. */
+/** The TUI (tmux), browser (Chromium) and multi-process cluster suites: one file at a time, each owns the machine. */
 export default defineConfig({
   ...sourceConditions,
   test: {

@@ -19,6 +19,7 @@ import * as Path from "node:path"
 import * as Crypto from "node:crypto"
 import { fail, oneLine } from "./CliError.js"
 import * as Argv from "./internal/argv.js"
+import * as ClusterCli from "./internal/cluster.js"
 import * as FakeModel from "./internal/fakeModel.js"
 
 const serveOptions = {
@@ -49,7 +50,8 @@ const serveOptions = {
   store: Options.text("store").pipe(
     Options.withDescription("keep the event log in SQL: sqlite:<file> or postgres://… (default: files under the config folder)"),
     Options.optional
-  )
+  ),
+  ...ClusterCli.options
 } as const
 
 interface ServeConfig {
@@ -61,6 +63,8 @@ interface ServeConfig {
   readonly fakeModel: boolean
   readonly otel: Option.Option<string>
   readonly store: Option.Option<string>
+  readonly cluster: Option.Option<string>
+  readonly runnerAddress: Option.Option<string>
 }
 
 /**
@@ -147,7 +151,7 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
     onNone: () => Layer.empty,
     onSome: (url) => Layer.mapError(SqlStore.layer(url), (e) => fail(oneLine(e.message)))
   })
-  const server = Serve.layer({
+  const serveConfig: Serve.Options = {
     token: resolved.token,
     roots,
     hosts: [...named, ...config.allowHosts],
@@ -155,8 +159,10 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
     configDir: where.configDir,
     stateDir,
     session: where.session
-  }).pipe(
-    Layer.provide(store),
+  }
+  const server = (Option.isSome(config.cluster)
+    ? yield* ClusterCli.layer(serveConfig, config.cluster.value, config.runnerAddress)
+    : Serve.layer(serveConfig).pipe(Layer.provide(store))).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.hostname }))
   )
   const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>
@@ -179,7 +185,11 @@ export const serve = Command.make("serve", serveOptions, (config) =>
       "Serve Claude Code sessions over HTTP and SSE, opencode-compatible; prints its URL and token. " +
         "Clients pass the token as OPENCODE_SERVER_PASSWORD (basic auth). Ctrl-C stops it."
     ),
-    HelpDoc.p("Example: skein serve --port 4096 --root ~/src/app --otel http://localhost:4318")
+    HelpDoc.p("Example: skein serve --port 4096 --root ~/src/app --otel http://localhost:4318"),
+    HelpDoc.p(
+      "With --cluster, sessions are @effect/cluster entities: every runner sharing the database serves every session, " +
+        "and a dead runner's sessions go on elsewhere. Example: skein serve --cluster postgres://… --runner-address 10.0.0.2:34431"
+    )
   ]))
 )
 

@@ -114,6 +114,22 @@ export interface Options {
    * Default `defaultSilenceTimeout`; `session.silenceTimeout` wins.
    */
   readonly silenceTimeout?: Duration.DurationInput | undefined
+  /**
+   * Sessions known elsewhere (a catalog several servers share): a lookup
+   * that misses here asks it, and a session it knows is served from then on.
+   * Cluster runners use it to host a session created through another one.
+   */
+  readonly known?: ((sessionID: string) => Effect.Effect<Option.Option<KnownSession>>) | undefined
+}
+
+/** A session as a shared catalog knows it (see `Options.known`). */
+export interface KnownSession {
+  readonly cliSessionId: string
+  readonly directory: string
+  readonly title: string
+  readonly created: number
+  readonly updated: number
+  readonly parentID?: string | undefined
 }
 
 /**
@@ -394,13 +410,29 @@ const confined = (catalog: KnownSessions, roots: ReadonlyArray<string> | undefin
     list: (directory) => Effect.map(catalog.list(directory), (all) => all.filter(([, k]) => insideRoots(roots, k.directory)))
   }
 
+/** The catalog, falling back on sessions known elsewhere. */
+const shared = (catalog: KnownSessions, known: Options["known"]): KnownSessions =>
+  known === undefined ? catalog : {
+    ...catalog,
+    lookup: (sessionID) =>
+      Effect.catchTag(catalog.lookup(sessionID), "SessionNotFound", (notFound) =>
+        Effect.flatMap(known(sessionID), Option.match({
+          onNone: () => Effect.fail(notFound),
+          onSome: (k) => Effect.sync(() => {
+            const adopted: Known = { ...k }
+            catalog.add(sessionID, adopted)
+            return adopted
+          })
+        })))
+  }
+
 export const make = Effect.fn("SessionRegistry.make")(function*(options: Options) {
   const fs = yield* FileSystem.FileSystem
   const host = yield* ProcessHost.ProcessHost
   const events = yield* ServerEvents
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
-  const catalog = confined(makeKnownSessions(index, options.configDir), options.roots)
+  const catalog = confined(shared(makeKnownSessions(index, options.configDir), options.known), options.roots)
   const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
   const settle = options.settle ?? Duration.seconds(10)
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)

@@ -56,11 +56,26 @@ const nodeServer = (drop: boolean) => {
   return server
 }
 
+/**
+ * `SKEIN_SERVE_REGISTRY=cluster` runs the suite against @skein/cluster's
+ * registry (sessions as entities of a single runner over a sqlite file in
+ * the state folder). Imported dynamically: cluster is a layer above serve.
+ */
+const registryHook = Effect.promise(async (): Promise<(options: Serve.Options) => ReturnType<typeof Serve.layer>> => {
+  if (process.env["SKEIN_SERVE_REGISTRY"] !== "cluster") return Serve.layer
+  const [{ ClusterServe }, { SqlStore }] = await Promise.all([import("@skein/cluster"), import("@skein/sql")])
+  return (options) =>
+    ClusterServe.layer({ ...options, runner: { _tag: "Single" } }).pipe(
+      Layer.provide(Layer.orDie(SqlStore.layer(`sqlite:${Path.join(options.stateDir, "cluster.db")}`))),
+      Layer.catchAll((e) => Layer.die(e))
+    )
+})
+
 export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: StartOptions = {}) =>
   Effect.gen(function*() {
     const dirs = options.dirs ?? (yield* ClaudeCli.offlineDirs("skein-serve-"))
     const stateDir = options.stateDir ?? Path.join(dirs.root, "serve-state")
-    const layer = Serve.layer({
+    const layer = (yield* registryHook)({
       token,
       roots: [dirs.cwd],
       configDir: dirs.configDir,

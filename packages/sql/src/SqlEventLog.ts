@@ -11,8 +11,9 @@
  * this process, a Postgres `NOTIFY` from another one, or (sqlite, which
  * has no notifications) the poll bound.
  *
- * One process appends to a log at a time (the server that owns it); a
- * second writer's insert collides on the primary key and fails.
+ * Several processes may append to one log (the runners of a cluster): each
+ * append takes the next seq from the table in its transaction, and one
+ * that collides with another writer's is tried again after it.
  *
  * @since 0.0.0
  */
@@ -122,11 +123,19 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       if (messages.length === 0) return []
       const at = yield* Clock.currentTimeMillis
       const encoded = yield* query(Effect.forEach(messages, (message) => encodeMessage(message)))
-      const rows = encoded.map((message, i) => ({ log: name, seq: nextSeq + i, at, bytes: Buffer.byteLength(message), message }))
-      yield* query(sql.withTransaction(Effect.zipRight(
-        sql`INSERT INTO skein_events ${sql.insert(rows)}`,
-        store.notify(channel, name)
-      )))
+      // Other processes may append to the same log (cluster runners share it): the seq continues from the
+      // table, read in the insert's transaction; one that took the same seq first makes this insert collide,
+      // and it is tried again after it.
+      yield* query(sql.withTransaction(Effect.gen(function*() {
+        const max = yield* Effect.flatMap(
+          sql`SELECT MAX(seq) AS value FROM skein_events WHERE log = ${name}`,
+          Schema.decodeUnknown(Bound)
+        )
+        nextSeq = Math.max(nextSeq, (max[0]?.value ?? 0) + 1)
+        const rows = encoded.map((message, i) => ({ log: name, seq: nextSeq + i, at, bytes: Buffer.byteLength(message), message }))
+        yield* sql`INSERT INTO skein_events ${sql.insert(rows)}`
+        yield* store.notify(channel, name)
+      })).pipe(Effect.retry({ times: 8, schedule: Schedule.spaced("5 millis") })))
       const records = messages.map((message, i): EventLog.Record<A> => ({ seq: nextSeq + i, at, message }))
       nextSeq += records.length
       yield* bump
@@ -169,7 +178,8 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
     epoch,
     append: (message) => Effect.map(appendAll([message]), (records) => records[0]!),
     appendAll,
-    nextSeq: Effect.sync(() => nextSeq),
+    // Another writer's rows count: a cursor one of them issued is not taken for a never-issued one.
+    nextSeq: Effect.map(Effect.orElseSucceed(bound("MAX"), () => undefined), (max) => (nextSeq = Math.max(nextSeq, (max ?? 0) + 1))),
     firstSeq: Effect.map(bound("MIN"), (first) => first ?? nextSeq),
     read,
     follow,

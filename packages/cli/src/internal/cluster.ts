@@ -1,0 +1,42 @@
+/**
+ * `skein serve --cluster <url> [--runner-address HOST:PORT]`: the server as
+ * one runner of a cluster (see @skein/cluster). `sqlite:<file>` is the
+ * cluster on one machine (a single runner, restarted in place);
+ * `postgres://…` is one of many runners, each at its own runner address.
+ */
+import { Options } from "@effect/cli"
+import { ClusterServe } from "@skein/cluster"
+import type { Serve } from "@skein/serve"
+import { SqlStore } from "@skein/sql"
+import { Effect, Layer, Option } from "effect"
+import { fail, oneLine } from "../CliError.js"
+
+export const options = {
+  cluster: Options.text("cluster").pipe(
+    Options.withDescription("run as a cluster runner over this database: sqlite:<file> (one machine) or postgres://… (many runners)"),
+    Options.optional
+  ),
+  runnerAddress: Options.text("runner-address").pipe(
+    Options.withDescription("with --cluster postgres://…: HOST:PORT where other runners reach this one (default 127.0.0.1:34431)"),
+    Options.optional
+  )
+} as const
+
+const parseAddress = (text: string) => {
+  const match = /^(.+):(\d+)$/.exec(text)
+  return match === null ? undefined : { host: match[1]!, port: Number(match[2]) }
+}
+
+/** The cluster server over `url`, its runner single (sqlite) or on a socket (Postgres). */
+export const layer = (serve: Serve.Options, url: string, runnerAddress: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const single = url.startsWith("sqlite:")
+    const address = Option.getOrElse(runnerAddress, () => "127.0.0.1:34431")
+    const parsed = parseAddress(address)
+    if (parsed === undefined) return yield* fail(`--runner-address must be HOST:PORT, not ${address}`)
+    if (single && Option.isSome(runnerAddress)) return yield* fail("--runner-address needs --cluster postgres://…; a sqlite cluster has one runner")
+    const runner: ClusterServe.Runner = single ? { _tag: "Single" } : { _tag: "Socket", options: { runnerAddress: parsed } }
+    return ClusterServe.layer({ ...serve, runner }).pipe(
+      Layer.provide(Layer.mapError(SqlStore.layer(url), (e) => fail(oneLine(e.message))))
+    )
+  })

@@ -1,0 +1,83 @@
+/**
+ * Which prompts' turns have started, as rows: a prompt is a persisted
+ * message, delivered at least once, so a runner that takes over a session
+ * must know whether the dead runner had already sent it to the CLI. A turn
+ * is recorded before its prompt reaches the CLI; a prompt whose row exists
+ * is never sent again.
+ *
+ * The table is the cluster's own, migrated with its own migrations table,
+ * so it never collides with `@skein/sql`'s schema.
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlStore, SqlStoreError } from "@skein/sql"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+/**
+ * @since 0.1.0
+ */
+export class TurnLedger extends Context.Tag("@skein/cluster/TurnLedger")<TurnLedger, {
+  /** Records the turn's start; `false` when it had started already (a redelivery). */
+  readonly start: (sessionID: string, messageID: string, runner: string) => Effect.Effect<boolean, SqlStoreError.StoreFailed>
+  /** The turn has ended (answered, failed, or lost). */
+  readonly end: (sessionID: string, messageID: string) => Effect.Effect<void, SqlStoreError.StoreFailed>
+}>() {}
+
+const init = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE skein_cluster_turns (
+    session_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    started BIGINT NOT NULL,
+    ended BIGINT,
+    PRIMARY KEY (session_id, message_id)
+  )`
+})
+
+/**
+ * The cluster's migrations, run by `make`.
+ *
+ * @since 0.1.0
+ */
+export const migrate = Migrator.make({})({
+  loader: Migrator.fromRecord({ "0001_turns": init }),
+  table: "skein_cluster_migrations"
+})
+
+/**
+ * @since 0.1.0
+ */
+export const make = Effect.gen(function*() {
+  const { sql } = yield* SqlStore.SqlStore
+  const failed = (operation: string) => (cause: unknown) =>
+    new SqlStoreError.StoreFailed({ operation: `turns ${operation}`, reason: SqlStoreError.reasonOf(cause) })
+  yield* migrate.pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.mapError(failed("migrate")))
+  return TurnLedger.of({
+    start: (sessionID, messageID, runner) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql`INSERT INTO skein_cluster_turns (session_id, message_id, runner, started)
+          VALUES (${sessionID}, ${messageID}, ${runner}, ${now})
+          ON CONFLICT (session_id, message_id) DO NOTHING RETURNING message_id`).pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(failed("start"))
+        ),
+    end: (sessionID, messageID) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql`UPDATE skein_cluster_turns SET ended = ${now}
+          WHERE session_id = ${sessionID} AND message_id = ${messageID} AND ended IS NULL`).pipe(
+          Effect.asVoid,
+          Effect.mapError(failed("end"))
+        )
+  })
+})
+
+/**
+ * @since 0.1.0
+ */
+export const layer: Layer.Layer<TurnLedger, SqlStoreError.StoreFailed, SqlStore.SqlStore> = Layer.effect(TurnLedger, make)

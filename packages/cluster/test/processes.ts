@@ -1,0 +1,123 @@
+/**
+ * Cluster runners as OS processes (see `runner.ts`), and a raw SSE client
+ * that keeps each frame's `id:` so it can switch runners with `Last-Event-ID`.
+ */
+import { TsChild } from "@skein/testkit"
+import { Effect } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Path from "node:path"
+import type { RunnerConfig } from "./runner.js"
+
+export interface RunnerProcess {
+  readonly url: string
+  readonly child: ChildProcess.ChildProcess
+  readonly config: RunnerConfig
+  /** Everything it printed. */
+  readonly output: () => string
+}
+
+const entry = Path.join(import.meta.dirname, "runner.ts")
+
+/** Starts a runner in the current scope (SIGKILLed with it if still running); waits until it listens. */
+export const spawnRunner = (config: RunnerConfig) =>
+  Effect.acquireRelease(
+    Effect.async<RunnerProcess, Error>((resume) => {
+      const child = ChildProcess.spawn(process.execPath, [...TsChild.nodeArgs(entry, "tsx"), JSON.stringify(config)], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...process.env, NO_COLOR: "1" }
+      })
+      let output = ""
+      let done = false
+      const onData = (text: string) => {
+        output += text
+        const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+        if (url !== undefined && !done) {
+          done = true
+          resume(Effect.succeed({ url, child, config, output: () => output }))
+        }
+      }
+      child.stdout.setEncoding("utf8").on("data", onData)
+      child.stderr.setEncoding("utf8").on("data", (text: string) => (output += text))
+      child.once("exit", (code, signal) => {
+        if (!done) {
+          done = true
+          resume(Effect.fail(new Error(`the runner exited (${code ?? signal}) before it listened:\n${output}`)))
+        }
+      })
+    }).pipe(Effect.timeoutFail({ duration: "90 seconds", onTimeout: () => new Error("the runner did not listen within 90 s") })),
+    (runner) => kill(runner)
+  )
+
+/** SIGKILL, as a machine that dies; waits for the exit. */
+export const kill = (runner: RunnerProcess) =>
+  Effect.async<void>((resume) => {
+    if (runner.child.exitCode !== null || runner.child.signalCode !== null) return resume(Effect.void)
+    runner.child.once("exit", () => resume(Effect.void))
+    runner.child.kill("SIGKILL")
+  })
+
+export interface Frame {
+  readonly id: string
+  readonly type: string
+  readonly properties: Record<string, unknown>
+}
+
+/** A subscriber to one runner's `/event`: its frames so far, and a way to hang up. */
+export interface Subscriber {
+  readonly frames: Array<Frame>
+  readonly close: () => void
+  /** Resolves with the frames once one satisfies `done`. */
+  readonly until: (done: (frame: Frame) => boolean, timeoutMs?: number) => Promise<ReadonlyArray<Frame>>
+}
+
+export const subscribe = (url: string, token: string, directory: string, lastEventId?: string): Subscriber => {
+  const frames: Array<Frame> = []
+  const waiters: Array<{ readonly done: (frame: Frame) => boolean; readonly resolve: () => void }> = []
+  const controller = new AbortController()
+  const read = async () => {
+    const response = await fetch(`${url}/event?directory=${encodeURIComponent(directory)}`, {
+      headers: { authorization: `Bearer ${token}`, ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId }) },
+      signal: controller.signal
+    })
+    const decoder = new TextDecoder()
+    let buffer = ""
+    for await (const chunk of response.body!) {
+      buffer += decoder.decode(chunk, { stream: true })
+      let end: number
+      while ((end = buffer.indexOf("\n\n")) !== -1) {
+        const raw = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        const id = /^id: ?(.*)$/m.exec(raw)?.[1]
+        const data = raw.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trimStart()).join("\n")
+        if (id === undefined || data === "") continue
+        const event = JSON.parse(data) as { type: string; properties: Record<string, unknown> }
+        const frame = { id, type: event.type, properties: event.properties }
+        frames.push(frame)
+        for (const w of waiters.slice()) {
+          if (w.done(frame)) {
+            waiters.splice(waiters.indexOf(w), 1)
+            w.resolve()
+          }
+        }
+      }
+    }
+  }
+  read().catch(() => undefined)
+  return {
+    frames,
+    close: () => controller.abort(),
+    until: (done, timeoutMs = 60_000) =>
+      frames.some(done) ? Promise.resolve(frames.slice()) : new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no such frame within ${timeoutMs} ms; saw ${frames.map((f) => f.type).join(", ")}`)), timeoutMs)
+        waiters.push({ done, resolve: () => (clearTimeout(timer), resolve(frames.slice())) })
+      })
+  }
+}
+
+/** The `error.name` of a `session.error` frame. */
+export const errorName = (frame: Frame): string | undefined => {
+  const error = frame.properties["error"]
+  return frame.type === "session.error" && typeof error === "object" && error !== null && "name" in error && typeof error.name === "string"
+    ? error.name
+    : undefined
+}

@@ -1,0 +1,54 @@
+/**
+ * One cluster runner as its own OS process, as one machine of a cluster
+ * would be: the HTTP edge and a socket runner over the shared database,
+ * its CLIs offline against the test's FakeModel, its own config dir. Its
+ * one argument is the JSON of `RunnerConfig`; it prints `listening on <url>`.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import { NodeContext, NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { ProcessHost } from "@skein/kernel"
+import { SqlStore } from "@skein/sql"
+import { ClaudeCli } from "@skein/testkit"
+import { Console, Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import * as Path from "node:path"
+import * as ClusterServe from "../src/ClusterServe.js"
+
+export interface RunnerConfig {
+  readonly database: string
+  readonly configDir: string
+  readonly cwd: string
+  readonly tmpDir: string
+  readonly modelUrl: string
+  readonly runnerPort: number
+  readonly token: string
+  /** `Single` (sqlite, one process) or `Socket` (Postgres, many). */
+  readonly runner: "Single" | "Socket"
+}
+
+const config: RunnerConfig = JSON.parse(process.argv[2]!)
+
+const server = ClusterServe.layer({
+  token: config.token,
+  roots: [config.cwd],
+  configDir: config.configDir,
+  stateDir: Path.join(config.configDir, "skein", "serve"),
+  runner: config.runner === "Single"
+    ? { _tag: "Single" }
+    : { _tag: "Socket", options: { runnerAddress: { host: "127.0.0.1", port: config.runnerPort } } },
+  session: {
+    env: ClaudeCli.isolatedEnv({ baseUrl: config.modelUrl, configDir: config.configDir, tmpDir: config.tmpDir }),
+    bare: true,
+    stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+  }
+}).pipe(
+  Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+  Layer.provideMerge(SqlStore.layer(config.database)),
+  Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
+)
+
+const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>
+  Console.log(address._tag === "TcpAddress" ? `listening on http://127.0.0.1:${address.port}` : "listening on a socket")
+))
+
+NodeRuntime.runMain(Layer.launch(Layer.provide(announce, server)).pipe(Effect.orDie), { disablePrettyLogger: true })
