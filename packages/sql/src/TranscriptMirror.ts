@@ -56,7 +56,7 @@ export class TranscriptMirror extends Context.Tag("@skein/sql/TranscriptMirror")
 }>() {}
 
 const Int = Schema.Union(Schema.Number, Schema.NumberFromString)
-const FileRows = Schema.Array(Schema.Struct({ path: Schema.String, kind: Schema.Literal("append", "whole"), size: Int }))
+const FileRows = Schema.Array(Schema.Struct({ path: Schema.String, kind: Schema.Literal("append", "whole"), size: Int, updated: Int }))
 const ChunkRows = Schema.Array(Schema.Struct({ path: Schema.String, byte_offset: Int, data: Schema.Uint8ArrayFromSelf }))
 const LastRows = Schema.Array(Schema.Struct({ byte_offset: Int, data: Schema.Uint8ArrayFromSelf }))
 
@@ -147,7 +147,7 @@ export const make = Effect.gen(function*() {
     lock.withPermits(1)(Effect.gen(function*() {
       const files = yield* SessionFiles.list(target.configDir, target.cliSessionId)
       const mirrored = yield* Effect.flatMap(
-        sql`SELECT path, kind, size FROM skein_transcript_files WHERE cli_session_id = ${target.cliSessionId}`,
+        sql`SELECT path, kind, size, updated FROM skein_transcript_files WHERE cli_session_id = ${target.cliSessionId}`,
         Schema.decodeUnknown(FileRows)
       )
       const sizes = new Map(mirrored.map((row) => [row.path, row.size]))
@@ -159,7 +159,11 @@ export const make = Effect.gen(function*() {
       return { files: copied.filter((f) => f.bytes > 0) }
     })).pipe(Effect.mapError(failed("mirror sync")), Effect.withSpan("TranscriptMirror.sync"))
 
-  const restoreFile = (cliSessionId: string, configDir: string, file: { readonly path: string; readonly kind: SessionFiles.Kind }) =>
+  const restoreFile = (
+    cliSessionId: string,
+    configDir: string,
+    file: { readonly path: string; readonly kind: SessionFiles.Kind; readonly updated: number }
+  ) =>
     Effect.gen(function*() {
       const chunks = yield* Effect.flatMap(
         sql`SELECT path, byte_offset, data FROM skein_transcript_chunks
@@ -174,6 +178,12 @@ export const make = Effect.gen(function*() {
       const target = Path.join(configDir, ...file.path.split("/"))
       const onDisk = yield* Effect.promise(() => Fs.readFile(target).then((b): Buffer | undefined => b, () => undefined))
       if (onDisk !== undefined && onDisk.equals(content)) return 0
+      // This disk is ahead of the mirror (a sync that failed, the database was down): the file wins, the next sync catches up.
+      if (onDisk !== undefined && file.kind === "append" && onDisk.length > content.length && onDisk.subarray(0, content.length).equals(content)) {
+        return 0
+      }
+      // A whole file (summary.md) rewritten here after the mirror's copy is kept.
+      if (onDisk !== undefined && file.kind === "whole" && (yield* SessionFiles.mtime(target)) > file.updated) return 0
       const isPrefix = onDisk !== undefined && onDisk.length < content.length && content.subarray(0, onDisk.length).equals(onDisk)
       if (onDisk !== undefined && !isPrefix && file.kind === "append") {
         return yield* new MirrorDiverged({ cliSessionId, file: file.path, offset: 0, reason: "the file on disk is not a prefix of the mirror" })
@@ -190,7 +200,7 @@ export const make = Effect.gen(function*() {
   const restore = (cliSessionId: string, configDir: string) =>
     Effect.gen(function*() {
       const files = yield* Effect.flatMap(
-        sql`SELECT path, kind, size FROM skein_transcript_files WHERE cli_session_id = ${cliSessionId} ORDER BY path`,
+        sql`SELECT path, kind, size, updated FROM skein_transcript_files WHERE cli_session_id = ${cliSessionId} ORDER BY path`,
         Schema.decodeUnknown(FileRows)
       )
       if (files.length === 0) return yield* new TranscriptNotMirrored({ cliSessionId })
