@@ -19,16 +19,45 @@ export const sourceEnv = {
     : `${nodeOptions} --conditions=@skein/source`.trim()
 }
 
+/**
+ * serve's suite again over a SQL session store (see `packages/serve/test/harness.ts`):
+ * the tests that start a server, not the units that never reach the store, nor
+ * the store's own tests (they pick both databases themselves).
+ */
+const serveOverStore = (store: "sqlite" | "postgres") => ({
+  extends: true as const,
+  test: {
+    name: `serve-${store}`,
+    include: ["packages/serve/test/**/*.test.ts"],
+    exclude: [
+      "**/node_modules/**",
+      ...heavy,
+      "packages/serve/test/Store*.test.ts",
+      "packages/serve/test/{subscriberBuffer,pendingFrames,sse,knownSessions}.test.ts"
+    ],
+    env: { ...sourceEnv, SKEIN_SERVE_STORE: store }
+  }
+})
+
 export default defineConfig({
   ...sourceConditions,
   test: {
-    include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
-    exclude: ["**/node_modules/**", ...heavy],
     env: sourceEnv,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: each real CLI process costs ~200 MB and a core for ~0.5 s.
     maxWorkers: 2,
-    minWorkers: 1
+    minWorkers: 1,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "default",
+          include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
+          exclude: ["**/node_modules/**", ...heavy]
+        }
+      },
+      serveOverStore("sqlite")
+    ]
   }
 })
