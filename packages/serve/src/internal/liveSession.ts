@@ -14,9 +14,7 @@ import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
-import * as FiberHandle from "effect/FiberHandle"
 import * as Queue from "effect/Queue"
-import * as Schedule from "effect/Schedule"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
@@ -26,6 +24,7 @@ import type { ServerEvents } from "../ServerEvents.js"
 import type * as Questions from "./questions.js"
 import { isQuestion } from "./questions.js"
 import type { SessionStore } from "./sessionStore.js"
+import * as StoredSession from "./storedSession.js"
 
 export interface Ended {
   /** How many turns have reached `session.idle`. */
@@ -77,16 +76,6 @@ export interface Options {
   readonly store?: SessionStore | undefined
 }
 
-/**
- * How long a session holds its events while the session store refuses them
- * (the database restarts): retried, 200 ms doubling to every 2 s, for up to
- * 5 minutes; past that the session stops as with any log that refuses writes.
- */
-const storeRetry = Schedule.exponential("200 millis").pipe(
-  Schedule.union(Schedule.spaced("2 seconds")),
-  Schedule.upTo("5 minutes")
-)
-
 /** Where the turn's end is reported: the first idle status (or `session.idle`) of a batch; -1 when none. */
 const turnEndIn = (events: ReadonlyArray<Canonical.CanonicalEvent>) =>
   events.findIndex((e) => e.type === "session.idle" || (e.type === "session.status" && e.properties.status.type === "idle"))
@@ -133,18 +122,15 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
             : { _tag: "QuestionRejected", requestId: request.requestId }
         ))
       : viaBroker.canUseTool(request), { timeout: viaBroker.timeout ?? Permissions.defaultTimeout })
-  const store = options.store
-  const mirrorTarget = { configDir: options.session.configDir ?? "", cliSessionId: options.cliSessionId }
-  if (store !== undefined) {
-    // Added before the CLI starts, so it runs after the CLI stopped: what it wrote last is mirrored too,
-    // and its asks, which no one can answer any more, are closed.
-    yield* Effect.addFinalizer(() =>
-      Effect.ignore(Effect.zipRight(
-        store.mirror.sync(mirrorTarget),
-        store.asks.closeSession(options.cliSessionId, "reject", "session stopped")
-      ))
-    )
-  }
+  // Before the CLI starts, so its finalizer runs after the CLI stopped.
+  const stored = options.store === undefined ? undefined : yield* StoredSession.make({
+    store: options.store,
+    events: options.events,
+    directory: options.directory,
+    sessionID: options.initial.sessionID,
+    cliSessionId: options.cliSessionId,
+    configDir: options.session.configDir ?? ""
+  })
   const session = yield* Session.start(options.session).pipe(Effect.provideService(Permissions.Permissions, permissions))
   const subscription = yield* session.subscribe
   // Whole chunks: one offer per read of the subscription, not one per event.
@@ -186,76 +172,19 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           }
         }
       }
-      if (store !== undefined) {
-        const end = turnEndIn(out)
-        if (end !== -1) {
-          const error = yield* mirrorBeforeEnd
-          if (error !== undefined) out.splice(end, 0, error)
-        }
+      // With a store, the transcript is mirrored before the turn's end goes out: a client told
+      // the turn ended can continue the session on any machine.
+      const end = stored === undefined ? -1 : turnEndIn(out)
+      if (stored !== undefined && end !== -1) {
+        const error = yield* stored.beforeTurnEnd
+        if (error !== undefined) out.splice(end, 0, error)
       }
-      yield* publish(out)
+      yield* (stored === undefined ? options.events.publish(options.directory, out) : stored.publish(out))
       for (const event of out) {
         const following = follow(event)
         if (following !== undefined) yield* following
       }
     })
-
-  /**
-   * With a store, a batch the log refuses is held and retried: the database
-   * went away and may come back. When it is taken, a `session.error` goes
-   * first, so clients learn that the store was lost and for how long.
-   */
-  const publish = (out: ReadonlyArray<Canonical.CanonicalEvent>) =>
-    store === undefined ? options.events.publish(options.directory, out) : Effect.gen(function*() {
-      const first = yield* Effect.either(options.events.publish(options.directory, out))
-      if (Either.isRight(first)) return first.right
-      yield* Effect.logWarning("LiveSession: the session store refused events; holding them", first.left)
-      const since = Date.now()
-      const lost = () =>
-        Canonical.event("session.error", {
-          sessionID: translator.sessionID,
-          error: {
-            name: "StoreFailed",
-            data: {
-              message: `the session store refused this session's events for ${
-                Math.round((Date.now() - since) / 100) / 10
-              } s (${first.left.message}); they were held and follow`
-            }
-          }
-        })
-      return yield* Effect.retry(Effect.suspend(() => options.events.publish(options.directory, [lost(), ...out])), storeRetry)
-    })
-
-  /** One catch-up at a time: a sync that failed is tried again until the store takes it. */
-  const catchUp = yield* FiberHandle.make<void, never>()
-
-  /**
-   * The transcript mirrored up to what the CLI wrote, before the turn's end
-   * goes out: a client told the turn ended can continue it on any machine.
-   * A store that fails is the session's `session.error` (the CLI's file is
-   * intact, and the next sync catches up from the mirrored offset); the turn
-   * still ends.
-   */
-  const mirrorBeforeEnd = Effect.suspend(() =>
-    store === undefined ? Effect.succeed(undefined) : store.mirror.sync({ ...mirrorTarget, sessionId: translator.sessionID }).pipe(
-      Effect.as(undefined),
-      Effect.catchAll((error) =>
-        Effect.as(
-          Effect.logWarning("LiveSession: the transcript mirror is behind", error).pipe(
-            Effect.zipRight(FiberHandle.run(
-              catchUp,
-              store.mirror.sync({ ...mirrorTarget, sessionId: translator.sessionID }).pipe(Effect.retry(storeRetry), Effect.ignore),
-              { onlyIfMissing: true }
-            ))
-          ),
-          Canonical.event("session.error", {
-            sessionID: translator.sessionID,
-            error: { name: error._tag, data: { message: error.message } }
-          })
-        )
-      )
-    )
-  )
 
   /**
    * A new ask or question is listed where clients look for it (and, with a
@@ -264,40 +193,15 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
    * which run none.
    */
   const announce = (event: Canonical.CanonicalEvent): Effect.Effect<void> | undefined => {
-    switch (event.type) {
-      case "permission.asked":
-      case "question.asked": {
-        const requestId = requestIdOf(translator, event.properties.id)
-        if (requestId === undefined) return undefined
-        const listed = event.type === "permission.asked"
-          ? options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
-          : options.questions.announce(options.cliSessionId, requestId, options.directory, event.properties)
-        return store === undefined ? listed : Effect.zipRight(
-          ledger(store.asks.open({
-            id: event.properties.id,
-            kind: event.type === "permission.asked" ? "permission" : "question",
-            cliSessionId: options.cliSessionId,
-            requestId,
-            directory: options.directory,
-            request: event.properties
-          })),
-          listed
-        )
-      }
-      case "permission.replied":
-        return store === undefined ? undefined : ledger(store.asks.close(event.properties.requestID, event.properties.reply))
-      case "question.replied":
-        return store === undefined ? undefined : ledger(store.asks.close(event.properties.requestID, "answered"))
-      case "question.rejected":
-        return store === undefined ? undefined : ledger(store.asks.close(event.properties.requestID, "reject"))
-      default:
-        return undefined
-    }
+    const asked = event.type === "permission.asked" || event.type === "question.asked"
+    const requestId = asked ? requestIdOf(translator, event.properties.id) : undefined
+    const recorded = stored?.record(event, requestId)
+    if (!asked || requestId === undefined) return recorded
+    const listed = event.type === "permission.asked"
+      ? options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
+      : options.questions.announce(options.cliSessionId, requestId, options.directory, event.properties)
+    return recorded === undefined ? listed : Effect.zipRight(recorded, listed)
   }
-
-  /** The ledger is a record for other incarnations: a store that fails it leaves the ask working here. */
-  const ledger = <A, E>(effect: Effect.Effect<A, E>) =>
-    Effect.catchAll(Effect.asVoid(effect), (error) => Effect.logWarning("LiveSession: the ask ledger refused a write", error))
 
   /** The turn's messages, folded as a client folds them: what the list shows beside the transcript, and what the sync prompt answers with. */
   const follow = (event: Canonical.CanonicalEvent): Effect.Effect<void> | undefined => {
