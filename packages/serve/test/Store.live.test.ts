@@ -153,6 +153,16 @@ const suite = (backing: "sqlite" | "postgres") =>
 suite("sqlite")
 suite("postgres")
 
+describe("skein serve without a store", () => {
+  it.scopedLive("a reply to an unknown permission or question id is 404, not 200", () =>
+    Effect.gen(function*() {
+      const server = yield* Harness.start(undefined, { store: null })
+      expect((yield* post(server, "/permission/per_unknown/reply", { reply: "once" })).status).toBe(404)
+      expect((yield* post(server, "/session/ses_unknown/permissions/per_unknown", { response: "always" })).status).toBe(404)
+      expect((yield* post(server, "/question/que_unknown/reply", { answers: [["a"]] })).status).toBe(404)
+    }))
+})
+
 describe("skein serve --store (postgres) losing its database", () => {
   it.scopedLive("a restart mid-session: events are held and follow with a session.error, the CLI's file is intact, the mirror catches up", () =>
     Effect.gen(function*() {
