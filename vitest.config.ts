@@ -19,16 +19,52 @@ export const sourceEnv = {
     : `${nodeOptions} --conditions=@skein/source`.trim()
 }
 
+/**
+ * serve's suite again over a SQL session store (see `packages/serve/test/harness.ts`):
+ * the tests that start a server, not the units that never reach the store, nor
+ * the store's own tests (they pick both databases themselves). The two
+ * 10,000- and 100,000-event stress files (Replay, Backpressure) take 2.2-2.5x as
+ * long over sqlite as over files (98 s and 52 s against 39 s and 23 s, one run,
+ * a busy 2-core machine) and would take CI past its 20 minutes: the SQL log's
+ * replay is tested on both databases in packages/sql and end to end in
+ * test/e2e/serve-store-kill.test.ts. The whole suite over a store, those
+ * included: `SKEIN_SERVE_STORE=sqlite|postgres npx vitest run --project default packages/serve/test`.
+ */
+const serveOverStore = (store: "sqlite" | "postgres") => ({
+  extends: true as const,
+  test: {
+    name: `serve-${store}`,
+    include: ["packages/serve/test/**/*.test.ts"],
+    exclude: [
+      "**/node_modules/**",
+      ...heavy,
+      "packages/serve/test/Store*.test.ts",
+      "packages/serve/test/{subscriberBuffer,pendingFrames,sse,knownSessions}.test.ts",
+      "packages/serve/test/{Replay,Backpressure}.test.ts"
+    ],
+    env: { ...sourceEnv, SKEIN_SERVE_STORE: store }
+  }
+})
+
 export default defineConfig({
   ...sourceConditions,
   test: {
-    include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
-    exclude: ["**/node_modules/**", ...heavy],
     env: sourceEnv,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Two cores: each real CLI process costs ~200 MB and a core for ~0.5 s.
     maxWorkers: 2,
-    minWorkers: 1
+    minWorkers: 1,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "default",
+          include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
+          exclude: ["**/node_modules/**", ...heavy]
+        }
+      },
+      serveOverStore("sqlite")
+    ]
   }
 })

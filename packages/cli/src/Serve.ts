@@ -48,7 +48,9 @@ const serveOptions = {
     Options.optional
   ),
   store: Options.text("store").pipe(
-    Options.withDescription("keep the event log in SQL: sqlite:<file> or postgres://… (default: files under the config folder)"),
+    Options.withDescription(
+      "keep session state in SQL: sqlite:<file> or postgres://… (event log, session catalog, pending asks, transcript mirror; default: files under the config folder)"
+    ),
     Options.optional
   ),
   ...ClusterCli.options
@@ -146,7 +148,8 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
   for (const root of roots) Fs.mkdirSync(root, { recursive: true })
   // The name it was told to listen on is one clients use; a wildcard names nothing.
   const named = Token.isLoopback(config.hostname) || config.hostname === "0.0.0.0" || config.hostname === "::" ? [] : [config.hostname]
-  // With --store, serve's event log is rows in that database (see @skein/sql).
+  // With --store, serve's event log, catalog and asks are rows in that database, and each transcript is
+  // mirrored there: a server on another config folder (another machine) continues the sessions (see @skein/sql).
   const store = Option.match(config.store, {
     onNone: () => Layer.empty,
     onSome: (url) => Layer.mapError(SqlStore.layer(url), (e) => fail(oneLine(e.message)))

@@ -45,8 +45,9 @@ export interface SkeinConfig {
   readonly idleTimeout?: Duration.DurationInput | undefined
   /**
    * Session state in SQL: `sqlite:<file>` or `postgres://…`. The registry's
-   * event log then lives in rows (and `SqlStore` is provided for the mirror,
-   * catalog and asks); without it, files stay the default.
+   * event log, catalog and pending asks then live in rows, and each live
+   * session's transcript is mirrored there before its turn's end is
+   * reported; without it, files stay the default.
    */
   readonly store?: string | undefined
   /** The scheduler the provided effect runs on: kernel's SlicedScheduler with these options (the default), or `false` for Effect's own. */
@@ -105,7 +106,7 @@ export const layer = (config: SkeinConfig): Layer.Layer<Services, LayerError> =>
     session: config.session,
     idleTimeout: config.idleTimeout,
     questionTimeout: config.permissionTimeout
-  }).pipe(Layer.provideMerge(serving))
+  }).pipe(Layer.provideMerge(serving), Layer.provide(sql))
   const scheduler = config.scheduler === false ? Layer.empty : SlicedScheduler.layer(config.scheduler)
   return Layer.mergeAll(
     registry,

@@ -32,6 +32,7 @@ import { type Known, type KnownSessions, make as makeKnownSessions } from "./int
 import * as LiveSession from "./internal/liveSession.js"
 import * as LiveSessions from "./internal/liveSessions.js"
 import * as Questions from "./internal/questions.js"
+import * as SessionStore from "./internal/sessionStore.js"
 import { PermissionBroker } from "./PermissionBroker.js"
 import { insideRoots } from "./internal/http.js"
 import { MessageNotFound, type QuestionNotFound, type RegistryError, SessionFailed, SessionNotFound } from "./ServeError.js"
@@ -223,6 +224,12 @@ interface Core {
   readonly catalog: KnownSessions
   readonly sessions: LiveSessions.LiveSessions
   readonly transcriptOf: (k: Known) => string
+  /** With a session store: its mirror, catalog and ask ledger. */
+  readonly store: SessionStore.SessionStore | undefined
+  /** Brings the session's transcript from the store onto this disk (none is mirrored: nothing to do). */
+  readonly restore: (sessionID: string, k: Known) => Effect.Effect<void, SessionFailed>
+  /** Copies what skein wrote into a session's files (a branch) to the store. */
+  readonly mirror: (sessionID: string, k: Known) => Effect.Effect<void, SessionFailed>
   /** The live session, started (or resumed) when it is not running; counts as a prompt for the idle timer. */
   readonly live: (sessionID: string) => Effect.Effect<LiveSession.LiveSession, RegistryError>
   readonly stopLive: (sessionID: string) => Effect.Effect<void>
@@ -241,6 +248,8 @@ const publishInfo = (core: Core, type: "session.created" | "session.updated" | "
 /** The history, or none before the CLI wrote its transcript. */
 const loadHistory = (core: Core, sessionID: string, k: Known) =>
   Effect.gen(function*() {
+    // A running session's file here is the newest; another is brought from the store.
+    if (Option.isNone(yield* core.sessions.peek(sessionID))) yield* core.restore(sessionID, k)
     const path = core.transcriptOf(k)
     if (!(yield* Effect.orElseSucceed(core.fs.exists(path), () => false))) return Option.none<History.Loaded>()
     return Option.some(
@@ -290,6 +299,7 @@ const update = (core: Core) =>
       yield* retitleLive(core, sessionID, patch.title)
     }
     k.updated = Date.now()
+    yield* core.catalog.save(sessionID, k)
     yield* mark(core, sessionID, k)
     const info = infoOf(sessionID, k)
     yield* publishInfo(core, "session.updated", info)
@@ -300,7 +310,7 @@ const remove = (core: Core) =>
   Effect.fn("SessionRegistry.remove")(function*(sessionID: string) {
     const k = yield* core.catalog.lookup(sessionID)
     yield* core.stopLive(sessionID)
-    core.catalog.remove(sessionID)
+    yield* core.catalog.remove(sessionID)
     // The transcript is archived, not deleted: it is Claude Code's own session file (the CLI's
     // `--resume` reads it too), so it moves out of the listing and can be moved back.
     const path = core.transcriptOf(k)
@@ -318,6 +328,7 @@ const remove = (core: Core) =>
 const fork = (core: Core) =>
   Effect.fn("SessionRegistry.fork")(function*(sessionID: string, input: { readonly messageID?: string | undefined }) {
     const k = yield* core.catalog.lookup(sessionID)
+    if (Option.isNone(yield* core.sessions.peek(sessionID))) yield* core.restore(sessionID, k)
     const path = core.transcriptOf(k)
     const exists = yield* Effect.orElseSucceed(core.fs.exists(path), () => false)
     const entries = exists
@@ -332,7 +343,9 @@ const fork = (core: Core) =>
     const now = Date.now()
     const known: Known = { cliSessionId, directory: k.directory, title: `${k.title} (fork)`, created: now, updated: now, parentID: sessionID }
     const forkID = Ids.session(cliSessionId)
-    core.catalog.add(forkID, known)
+    // The branch is skein's own write: it reaches the store as the CLI's writes do.
+    if (point.right !== undefined) yield* core.mirror(forkID, known)
+    yield* core.catalog.add(forkID, known)
     yield* mark(core, forkID, known)
     const info = infoOf(forkID, known)
     yield* publishInfo(core, "session.created", info)
@@ -364,6 +377,8 @@ const send = (core: Core, sessionID: string, content: Content, options?: PromptO
     const title = unnamed.test(k.title) ? titleFrom(content) : undefined
     if (title !== undefined) yield* update(core)(sessionID, { title })
     k.updated = Date.now()
+    // A store that is down does not stop the prompt: the session holds its events until it returns.
+    yield* Effect.catchAll(core.catalog.save(sessionID, k), (e) => Effect.logWarning("SessionRegistry: the catalog missed a prompt's time", e))
     const before = (yield* SubscriptionRef.get(session.ended)).count
     // Named here, kept by the CLI in its transcript: the prompt shows live under the id the history gives it.
     const uuid = Crypto.randomUUID()
@@ -432,15 +447,30 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
   const events = yield* ServerEvents
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
-  const catalog = confined(shared(makeKnownSessions(index, options.configDir), options.known), options.roots)
+  const store = Option.getOrUndefined(yield* SessionStore.fromContext)
+  const catalog = confined(shared(makeKnownSessions(index, options.configDir, store?.catalog), options.known), options.roots)
   const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
   const settle = options.settle ?? Duration.seconds(10)
   const transcriptOf = (k: Known) => Session.transcriptPath(options.configDir, k.directory, k.cliSessionId)
+
+  const restore = (sessionID: string, k: Known): Effect.Effect<void, SessionFailed> =>
+    store === undefined ? Effect.void : store.mirror.restore(k.cliSessionId, options.configDir).pipe(
+      Effect.asVoid,
+      Effect.catchTag("TranscriptNotMirrored", () => Effect.void),
+      Effect.mapError(failed(sessionID, "restoring the transcript from the session store"))
+    )
+  const mirror = (sessionID: string, k: Known): Effect.Effect<void, SessionFailed> =>
+    store === undefined ? Effect.void : store.mirror.sync({ configDir: options.configDir, cliSessionId: k.cliSessionId, sessionId: sessionID }).pipe(
+      Effect.asVoid,
+      Effect.mapError(failed(sessionID, "mirroring the transcript"))
+    )
 
   /** Starts (or resumes) the session's CLI in the current scope, which owns it. */
   const start = (sessionID: string) =>
     Effect.gen(function*() {
       const k = yield* catalog.lookup(sessionID)
+      // A transcript this disk lacks (or holds an older prefix of) comes from the store before `--resume`.
+      yield* restore(sessionID, k)
       const resume = yield* Effect.orElseSucceed(fs.exists(transcriptOf(k)), () => false)
       const initial = yield* initialState(transcriptOf(k), k, resume, options.legacy ?? true)
       const session = yield* LiveSession.start({
@@ -450,6 +480,7 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
         events,
         broker,
         questions,
+        store,
         session: sessionOptions(options, k, resume)
       })
       // A rename while the CLI started found no live session to tell.
@@ -477,9 +508,19 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     catalog,
     sessions,
     transcriptOf,
+    store,
+    restore,
+    mirror,
     live,
     stopLive: sessions.stop,
     settle
+  }
+
+  if (store !== undefined) {
+    // Not fatal: a store that fails here fails the next write too, where it is reported.
+    yield* SessionStore.closeOrphans(store, events).pipe(
+      Effect.catchAll((error) => Effect.logWarning("SessionRegistry: could not close the asks an earlier run left open", error))
+    )
   }
 
   return SessionRegistry.of({
@@ -488,7 +529,7 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
       const sessionID = Ids.session(cliSessionId)
       const now = Date.now()
       const k: Known = { cliSessionId, directory: input.directory, title: input.title ?? `New session - ${new Date(now).toISOString()}`, created: now, updated: now }
-      catalog.add(sessionID, k)
+      yield* catalog.add(sessionID, k)
       const info = infoOf(sessionID, k)
       yield* publishInfo(core, "session.created", info)
       return info
@@ -509,7 +550,11 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
     todo: (sessionID) => Effect.map(messagesOf(core, sessionID), Todos.todos),
     fork: (sessionID, input) => Effect.provideService(fork(core)(sessionID, input), FileSystem.FileSystem, fs),
     summarize: (sessionID) =>
-      Effect.flatMap(send(core, sessionID, "/compact"), ({ turn }) => Effect.mapError(turn.result, failed(sessionID, "compacting"))),
+      Effect.flatMap(send(core, sessionID, "/compact"), ({ turn }) =>
+        Effect.mapError(turn.result, failed(sessionID, "compacting")).pipe(
+          // The compacted transcript reaches the store now, whether or not its turn's end did.
+          Effect.zipRight(Effect.flatMap(catalog.lookup(sessionID), (k) => mirror(sessionID, k)))
+        )),
     prompt: prompt(core),
     promptAsync: (sessionID, content, promptOptions) =>
       // Queued in the session's turn order; its end reaches clients as events.

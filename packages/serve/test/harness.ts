@@ -1,12 +1,21 @@
 /**
  * A skein server on 127.0.0.1 (port 0) whose CLIs run offline against a
  * FakeModel, each test in its own config, cwd and state folders.
+ *
+ * The session store is the one hook that varies the backing:
+ * `SKEIN_SERVE_STORE=files` (the default: segment files, transcripts on
+ * disk only), `sqlite` (a file beside the server's state) or `postgres` (a
+ * throwaway cluster per test file, a database per state folder). A server
+ * started again on the same state folder finds the same store.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
-import { ClaudeCli, type FakeModel } from "@skein/testkit"
-import { Context, type Duration, Effect, Layer } from "effect"
+import { SqlStore } from "@skein/sql"
+import { ClaudeCli, type FakeModel, Postgres } from "@skein/testkit"
+import { Context, type Duration, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { afterAll } from "vitest"
+import * as Crypto from "node:crypto"
 import { createServer } from "node:http"
 import * as Path from "node:path"
 import * as Serve from "../src/Serve.js"
@@ -15,6 +24,46 @@ import { SessionRegistry } from "../src/SessionRegistry.js"
 
 export const token = "test-token-0123456789"
 
+export type Backing = "files" | "sqlite" | "postgres"
+
+/** The backing this run tests: `SKEIN_SERVE_STORE`, default `files`. */
+export const backing: Backing = ((): Backing => {
+  const named = process.env["SKEIN_SERVE_STORE"] ?? "files"
+  if (named === "files" || named === "sqlite" || named === "postgres") return named
+  throw new Error(`SKEIN_SERVE_STORE must be files, sqlite or postgres, got ${named}`)
+})()
+
+/** One Postgres cluster per test file, started on first use and stopped after the file's tests. */
+const cluster = (() => {
+  let started: Promise<{ readonly pg: Postgres.Postgres; readonly scope: Scope.CloseableScope }> | undefined
+  afterAll(async () => {
+    if (started !== undefined) await Effect.runPromise(Effect.flatMap(Effect.promise(() => started!), (c) => Scope.close(c.scope, Exit.void)))
+  })
+  const databases = new Map<string, Promise<string>>()
+  return (stateDir: string): Effect.Effect<string> =>
+    Effect.promise(() => {
+      started ??= Effect.runPromise(Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        return { pg: yield* Effect.orDie(Scope.extend(Postgres.start(), scope)), scope }
+      }))
+      let db = databases.get(stateDir)
+      if (db === undefined) {
+        const name = `s_${Crypto.createHash("sha256").update(stateDir).digest("hex").slice(0, 16)}`
+        db = started.then((c) => Effect.runPromise(Effect.orDie(Effect.map(c.pg.database(name), Redacted.value))))
+        databases.set(stateDir, db)
+      }
+      return db
+    })
+})()
+
+/** The store URL a server on `stateDir` uses under this run's backing; undefined for files. */
+export const storeUrlFor = (stateDir: string, using: Backing = backing): Effect.Effect<string | undefined> =>
+  using === "files"
+    ? Effect.succeed(undefined)
+    : using === "sqlite"
+    ? Effect.succeed(`sqlite:${Path.join(stateDir, "store.db")}`)
+    : cluster(stateDir)
+
 export interface Running {
   readonly url: string
   readonly dirs: ClaudeCli.OfflineDirs
@@ -22,6 +71,8 @@ export interface Running {
   readonly events: ServerEvents["Type"]
   readonly registry: SessionRegistry["Type"]
   readonly headers: Record<string, string>
+  /** The session store's URL (`--store`); undefined with files. */
+  readonly store: string | undefined
 }
 
 export interface StartOptions {
@@ -41,6 +92,8 @@ export interface StartOptions {
   readonly silenceTimeout?: Duration.DurationInput | undefined
   /** Names the server answers to in `Host` besides the loopback ones. */
   readonly hosts?: ReadonlyArray<string> | undefined
+  /** The session store: a URL, or none; default the run's backing (`SKEIN_SERVE_STORE`) over the state folder. */
+  readonly store?: string | null | undefined
 }
 
 /** A Node server whose close, with `drop`, ends the connections still open (an EventSource would hold it forever). */
@@ -75,7 +128,9 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
   Effect.gen(function*() {
     const dirs = options.dirs ?? (yield* ClaudeCli.offlineDirs("skein-serve-"))
     const stateDir = options.stateDir ?? Path.join(dirs.root, "serve-state")
-    const layer = (yield* registryHook)({
+    const serveLayer = yield* registryHook
+    const store = options.store === null ? undefined : options.store ?? (yield* storeUrlFor(stateDir))
+    const layer = serveLayer({
       token,
       roots: [dirs.cwd],
       configDir: dirs.configDir,
@@ -92,6 +147,7 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
         stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
       }
     }).pipe(
+      Layer.provide(store === undefined ? Layer.empty : SqlStore.layer(store)),
       Layer.provideMerge(NodeHttpServer.layer(() => nodeServer(options.dropConnections ?? false), { port: options.port ?? 0, host: "127.0.0.1" })),
       Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
     )
@@ -107,7 +163,8 @@ export const start = (model: FakeModel.FakeModel["Type"] | undefined, options: S
       stateDir,
       events,
       registry,
-      headers: { authorization: `Bearer ${token}` }
+      headers: { authorization: `Bearer ${token}` },
+      store
     } satisfies Running
   })
 

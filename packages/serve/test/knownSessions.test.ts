@@ -29,7 +29,7 @@ it.effect("transcripts are found by a lookup that misses, titled by their first 
 it.effect("a session the server created is known without a transcript; an unknown id is SessionNotFound", () =>
   Effect.gen(function*() {
     const catalog = KnownSessions.make({ list: () => Effect.succeed([]) }, "/d")
-    catalog.add("ses_created", { cliSessionId: "c", directory: "/d", title: "t", created: 1, updated: 1 })
+    yield* catalog.add("ses_created", { cliSessionId: "c", directory: "/d", title: "t", created: 1, updated: 1 })
     expect((yield* catalog.lookup("ses_created")).title).toBe("t")
     expect((yield* Effect.flip(catalog.lookup("ses_missing")))._tag).toBe("SessionNotFound")
   }))

@@ -56,6 +56,8 @@ export class AskLedger extends Context.Tag("@skein/sql/AskLedger")<AskLedger, {
   readonly open: (ask: Ask) => Effect.Effect<void, StoreFailed>
   /** Closes an open ask with its reply; false when it is unknown or was closed already. */
   readonly close: (id: string, reply: string, reason?: string) => Effect.Effect<boolean, StoreFailed>
+  /** Closes every open ask of one CLI session (it stopped, so none can be answered); how many. */
+  readonly closeSession: (cliSessionId: string, reply: string, reason: string) => Effect.Effect<number, StoreFailed>
   readonly isOpen: (id: string) => Effect.Effect<boolean, StoreFailed>
   /** Open asks (of `directory`, if given). */
   readonly pending: (directory?: string) => Effect.Effect<ReadonlyArray<Ask>, StoreFailed>
@@ -126,6 +128,13 @@ export const make = (options: Options = {}) =>
             })
           }`).pipe(Effect.asVoid, Effect.mapError(failed("open"))),
       close,
+      closeSession: (cliSessionId, reply, reason) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          sql`UPDATE skein_asks SET closed = ${now}, reply = ${reply}, reason = ${reason}
+            WHERE cli_session_id = ${cliSessionId} AND closed IS NULL RETURNING id`).pipe(
+            Effect.map((rows) => rows.length),
+            Effect.mapError(failed("close session"))
+          ),
       isOpen: (id) =>
         sql`SELECT id FROM skein_asks WHERE id = ${id} AND closed IS NULL`.pipe(
           Effect.map((rows) => rows.length > 0),

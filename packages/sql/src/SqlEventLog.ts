@@ -45,6 +45,9 @@ export interface Options<A, I> {
   readonly batch?: number | undefined
 }
 
+/** A follower's read that failed is tried again (capped at every 2 s) for up to 5 minutes. */
+const followRetry = Schedule.exponential("100 millis").pipe(Schedule.union(Schedule.spaced("2 seconds")), Schedule.upTo("5 minutes"))
+
 /** The channel Postgres wakes followers on; the payload is the log's name. */
 export const channel = "skein_events"
 
@@ -161,7 +164,8 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
     Stream.paginateChunkEffect(from, (cursor) =>
       Effect.gen(function*() {
         const seen = yield* SubscriptionRef.get(wake)
-        const records = yield* rowsFrom(cursor, undefined)
+        // A follower outlives a database restart: its reads are tried again, and it goes on from its cursor.
+        const records = yield* Effect.retry(rowsFrom(cursor, undefined), followRetry)
         const last = records.at(-1)
         if (last !== undefined) return [Chunk.unsafeFromArray(records), Option.some(last.seq + 1)] as const
         yield* wake.changes.pipe(

@@ -62,6 +62,9 @@ const clientFor = (url: StoreUrl.StoreUrl, options: Options): Effect.Effect<Conn
         catch: (cause) => new StoreUnavailable({ url: StoreUrl.display(url), reason: reasonOf(cause) })
       })
       const client = yield* SqliteClient.make({ filename: url.filename })
+      // WAL (the client's default) with NORMAL sync: a commit is not an fsync, and a crash never corrupts
+      // the file (a power loss may lose the last commits). The CLI's own transcript stays the primary copy.
+      yield* client`PRAGMA synchronous = NORMAL`
       return { client, listen: undefined, notify: () => Effect.void } satisfies Connected
     })
     : Effect.map(

@@ -23,6 +23,8 @@ import * as PermissionBroker from "../PermissionBroker.js"
 import type { ServerEvents } from "../ServerEvents.js"
 import type * as Questions from "./questions.js"
 import { isQuestion } from "./questions.js"
+import type { SessionStore } from "./sessionStore.js"
+import * as StoredSession from "./storedSession.js"
 
 export interface Ended {
   /** How many turns have reached `session.idle`. */
@@ -70,7 +72,13 @@ export interface Options {
   readonly events: ServerEvents["Type"]
   readonly broker: PermissionBroker.PermissionBroker["Type"]
   readonly questions: Questions.Questions
+  /** With a session store: the transcript is mirrored before each turn's end is reported, and asks are rows. */
+  readonly store?: SessionStore | undefined
 }
+
+/** Where the turn's end is reported: the first idle status (or `session.idle`) of a batch; -1 when none. */
+const turnEndIn = (events: ReadonlyArray<Canonical.CanonicalEvent>) =>
+  events.findIndex((e) => e.type === "session.idle" || (e.type === "session.status" && e.properties.status.type === "idle"))
 
 /** Starts before the message that starts the turn, ends after the one that ends it. */
 const withBoundaries = (
@@ -114,6 +122,15 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
             : { _tag: "QuestionRejected", requestId: request.requestId }
         ))
       : viaBroker.canUseTool(request), { timeout: viaBroker.timeout ?? Permissions.defaultTimeout })
+  // Before the CLI starts, so its finalizer runs after the CLI stopped.
+  const stored = options.store === undefined ? undefined : yield* StoredSession.make({
+    store: options.store,
+    events: options.events,
+    directory: options.directory,
+    sessionID: options.initial.sessionID,
+    cliSessionId: options.cliSessionId,
+    configDir: options.session.configDir ?? ""
+  })
   const session = yield* Session.start(options.session).pipe(Effect.provideService(Permissions.Permissions, permissions))
   const subscription = yield* session.subscribe
   // Whole chunks: one offer per read of the subscription, not one per event.
@@ -155,7 +172,14 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
           }
         }
       }
-      yield* options.events.publish(options.directory, out)
+      // With a store, the transcript is mirrored before the turn's end goes out: a client told
+      // the turn ended can continue the session on any machine.
+      const end = stored === undefined ? -1 : turnEndIn(out)
+      if (stored !== undefined && end !== -1) {
+        const error = yield* stored.beforeTurnEnd
+        if (error !== undefined) out.splice(end, 0, error)
+      }
+      yield* (stored === undefined ? options.events.publish(options.directory, out) : stored.publish(out))
       for (const event of out) {
         const following = follow(event)
         if (following !== undefined) yield* following
@@ -163,17 +187,20 @@ export const start = Effect.fn("LiveSession.start")(function*(options: Options) 
     })
 
   /**
-   * A new ask or question is listed where clients look for it. Like `follow`,
-   * an effect only where there is something to do: most events of a storm
-   * are deltas, which run none.
+   * A new ask or question is listed where clients look for it (and, with a
+   * store, is a row until it is answered). Like `follow`, an effect only
+   * where there is something to do: most events of a storm are deltas,
+   * which run none.
    */
   const announce = (event: Canonical.CanonicalEvent): Effect.Effect<void> | undefined => {
-    if (event.type !== "permission.asked" && event.type !== "question.asked") return undefined
-    const requestId = requestIdOf(translator, event.properties.id)
-    if (requestId === undefined) return undefined
-    return event.type === "permission.asked"
+    const asked = event.type === "permission.asked" || event.type === "question.asked"
+    const requestId = asked ? requestIdOf(translator, event.properties.id) : undefined
+    const recorded = stored?.record(event, requestId)
+    if (!asked || requestId === undefined) return recorded
+    const listed = event.type === "permission.asked"
       ? options.broker.announce(options.cliSessionId, requestId, options.directory, event.properties)
       : options.questions.announce(options.cliSessionId, requestId, options.directory, event.properties)
+    return recorded === undefined ? listed : Effect.zipRight(recorded, listed)
   }
 
   /** The turn's messages, folded as a client folds them: what the list shows beside the transcript, and what the sync prompt answers with. */

@@ -76,6 +76,10 @@ export const readRange = (file: string, from: number, to: number): Effect.Effect
 export const size = (file: string): Effect.Effect<number | undefined> =>
   Effect.promise(() => Fs.stat(file).then((s) => s.size, () => undefined))
 
+/** The file's mtime in epoch milliseconds, or 0 when it is missing. */
+export const mtime = (file: string): Effect.Effect<number> =>
+  Effect.promise(() => Fs.stat(file).then((s) => s.mtimeMs, () => 0))
+
 /**
  * Splits new bytes into the rows to store: each complete line with its
  * offset, and the rest (a line still being written, or torn) as it is.
