@@ -2,8 +2,8 @@
  * The `Session` entity's behaviour on the runner that holds its shard: each
  * RPC is the runner's in-process registry's operation, plus what lets the
  * session move: the transcript restored from SQL when the entity starts
- * here, mirrored back after each turn, the catalog kept current, and a
- * turn recorded before its prompt reaches the CLI.
+ * here (the runner's registry mirrors it back before each turn's end), the
+ * catalog kept current, and a turn recorded before its prompt reaches the CLI.
  *
  * @since 0.1.0
  */
@@ -60,12 +60,15 @@ const handlers = Effect.gen(function*() {
   // Passivated, or its shard moved: the CLI stops with the entity.
   yield* Effect.addFinalizer(() => registry.stop(sessionID))
 
-  /** After a turn or a change: the transcript mirrored, the catalog current. Best effort: the turn's answer stands. */
+  /**
+   * After a turn or a change: the catalog current. The transcript needs no
+   * sync here: the runner's registry has the store in context and mirrors it
+   * before a turn's end goes out. Best effort: the turn's answer stands.
+   */
   const settle = (info: SessionRegistry.SessionInfo) =>
-    Effect.all([
-      mirror.sync({ configDir, cliSessionId: info.cliSessionId, sessionId: info.id }),
-      catalog.touch(info.id, { title: info.title, updated: info.time.updated })
-    ], { discard: true }).pipe(Effect.catchAll((error) => Effect.logWarning(`mirroring ${info.id}`, error)))
+    catalog.touch(info.id, { title: info.title, updated: info.time.updated }).pipe(
+      Effect.catchAll((error) => Effect.logWarning(`cataloguing ${info.id}`, error))
+    )
 
   const settled = Effect.flatMap(Effect.option(registry.get(sessionID)), (info) => info._tag === "Some" ? settle(info.value) : Effect.void)
 
