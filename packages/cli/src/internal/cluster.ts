@@ -5,7 +5,7 @@
  * `postgres://…` is one of many runners, each at its own runner address.
  */
 import { Options } from "@effect/cli"
-import { ClusterServe } from "@skein/cluster"
+import type { ClusterServe } from "@skein/cluster"
 import type { Serve } from "@skein/serve"
 import { SqlStore } from "@skein/sql"
 import { Effect, Layer, Option } from "effect"
@@ -27,7 +27,11 @@ const parseAddress = (text: string) => {
   return match === null ? undefined : { host: match[1]!, port: Number(match[2]) }
 }
 
-/** The cluster server over `url`, its runner single (sqlite) or on a socket (Postgres). */
+/**
+ * The cluster server over `url`, its runner single (sqlite) or on a socket
+ * (Postgres). @skein/cluster (and @effect/cluster under it) is loaded here,
+ * not with the command: every `skein` command imports this module.
+ */
 export const layer = (serve: Serve.Options, url: string, runnerAddress: Option.Option<string>) =>
   Effect.gen(function*() {
     const single = url.startsWith("sqlite:")
@@ -36,7 +40,8 @@ export const layer = (serve: Serve.Options, url: string, runnerAddress: Option.O
     if (parsed === undefined) return yield* fail(`--runner-address must be HOST:PORT, not ${address}`)
     if (single && Option.isSome(runnerAddress)) return yield* fail("--runner-address needs --cluster postgres://…; a sqlite cluster has one runner")
     const runner: ClusterServe.Runner = single ? { _tag: "Single" } : { _tag: "Socket", options: { runnerAddress: parsed } }
-    return ClusterServe.layer({ ...serve, runner }).pipe(
+    const { ClusterServe: Cluster } = yield* Effect.promise(() => import("@skein/cluster"))
+    return Cluster.layer({ ...serve, runner }).pipe(
       Layer.provide(Layer.mapError(SqlStore.layer(url), (e) => fail(oneLine(e.message))))
     )
   })
