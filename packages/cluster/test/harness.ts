@@ -23,6 +23,8 @@ export interface Running {
   readonly registry: SessionRegistry.SessionRegistry["Type"]
   readonly store: SqlStore.SqlStore["Type"]
   readonly headers: Record<string, string>
+  /** Everything the server's layer built (its runner's `Sharding`, the ledgers, …). */
+  readonly context: Context.Context<Layer.Layer.Success<ReturnType<typeof serverLayer>>>
 }
 
 export interface StartOptions {
@@ -50,7 +52,23 @@ export const start = (model: FakeModel.FakeModel["Type"], options: StartOptions 
   Effect.gen(function*() {
     const dirs = options.dirs ?? (yield* ClaudeCli.offlineDirs("skein-cluster-"))
     const database = options.database ?? `sqlite:${Path.join(dirs.root, "cluster.db")}`
-    const layer = ClusterServe.layer({
+    const layer = serverLayer(model, dirs, database, options)
+    const context = yield* Layer.build(layer)
+    const address = Context.get(context, HttpServer.HttpServer).address
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    return {
+      url: `http://127.0.0.1:${port}`,
+      dirs,
+      events: Context.get(context, ServerEvents.ServerEvents),
+      registry: Context.get(context, SessionRegistry.SessionRegistry),
+      store: Context.get(context, SqlStore.SqlStore),
+      headers: { authorization: `Bearer ${token}` },
+      context
+    } satisfies Running
+  })
+
+const serverLayer = (model: FakeModel.FakeModel["Type"], dirs: ClaudeCli.OfflineDirs, database: string, options: StartOptions) =>
+    ClusterServe.layer({
       token,
       roots: [dirs.cwd],
       configDir: dirs.configDir,
@@ -67,18 +85,6 @@ export const start = (model: FakeModel.FakeModel["Type"], options: StartOptions 
       Layer.provideMerge(SqlStore.layer(database)),
       Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
     )
-    const context = yield* Layer.build(layer)
-    const address = Context.get(context, HttpServer.HttpServer).address
-    const port = address._tag === "TcpAddress" ? address.port : 0
-    return {
-      url: `http://127.0.0.1:${port}`,
-      dirs,
-      events: Context.get(context, ServerEvents.ServerEvents),
-      registry: Context.get(context, SessionRegistry.SessionRegistry),
-      store: Context.get(context, SqlStore.SqlStore),
-      headers: { authorization: `Bearer ${token}` }
-    } satisfies Running
-  })
 
 /** One session's events in the log, from seq `from` on, until `done` holds for what was seen. */
 export const eventsOf = (
