@@ -31,9 +31,9 @@ type Answer = Parameters<SessionRegistry.SessionRegistry["Type"]["answer"]>[1]
 export class ClusterAsks extends Context.Tag("@skein/cluster/ClusterAsks")<ClusterAsks, {
   readonly reply: (requestID: string, resolution: PermissionBroker.Resolution) => Effect.Effect<void, ServeError.PermissionNotFound>
   readonly answer: (requestID: string, answer: Answer) => Effect.Effect<void, ServeError.QuestionNotFound>
-  /** Every runner's pending permission asks (this runner's own when the ledger fails). */
+  /** Every runner's pending permission asks: the ledger's, and this runner's own. */
   readonly permissions: (directory?: string) => Effect.Effect<ReadonlyArray<PermissionBroker.Pending>>
-  /** Every runner's pending questions (this runner's own when the ledger fails). */
+  /** Every runner's pending questions: the ledger's, and this runner's own. */
   readonly questions: (directory?: string) => Effect.Effect<ReadonlyArray<Canonical.QuestionRequest>>
 }>() {}
 
@@ -58,10 +58,23 @@ export const make = Effect.gen(function*() {
         Effect.flatMap((ask) => ask === undefined ? Effect.fail(notFound) : there(Asks.sessionOf(ask)))
       ))
 
-  const listed = <A>(select: (asks: ReadonlyArray<AskLedger.Ask>) => ReadonlyArray<A>, local: Effect.Effect<ReadonlyArray<A>>, directory?: string) =>
-    ledger.pending(directory).pipe(
-      Effect.map(select),
-      Effect.catchAll((error) => Effect.zipRight(Effect.logWarning("listing asks from the ledger", error), local))
+  /** The ledger's open asks and this runner's own (one whose row the ledger refused is still listed here). */
+  const listed = <A>(
+    select: (asks: ReadonlyArray<AskLedger.Ask>) => ReadonlyArray<A>,
+    idOf: (a: A) => string,
+    local: Effect.Effect<ReadonlyArray<A>>,
+    directory?: string
+  ) =>
+    Effect.zipWith(
+      ledger.pending(directory).pipe(
+        Effect.map(select),
+        Effect.catchAll((error) => Effect.as(Effect.logWarning("listing asks from the ledger", error), []))
+      ),
+      local,
+      (everywhere, here) => {
+        const seen = new Set(everywhere.map(idOf))
+        return [...everywhere, ...here.filter((a) => !seen.has(idOf(a)))]
+      }
     )
 
   return ClusterAsks.of({
@@ -75,8 +88,8 @@ export const make = Effect.gen(function*() {
         client(sessionID).AnswerQuestion({ requestID, answer }).pipe(
           Effect.catchIf((e) => e._tag !== "QuestionNotFound", (e) => Effect.die(undelivered(requestID)(e)))
         ) as Effect.Effect<void, ServeError.QuestionNotFound>),
-    permissions: (directory) => listed(Asks.permissions, broker.pending(directory), directory),
-    questions: (directory) => listed(Asks.questions, registry.questions(directory), directory)
+    permissions: (directory) => listed(Asks.permissions, (p) => p.request.id, broker.pending(directory), directory),
+    questions: (directory) => listed(Asks.questions, (q) => q.id, registry.questions(directory), directory)
   })
 })
 
