@@ -68,23 +68,23 @@ export const start = (model: FakeModel.FakeModel["Type"], options: StartOptions 
   })
 
 const serverLayer = (model: FakeModel.FakeModel["Type"], dirs: ClaudeCli.OfflineDirs, database: string, options: StartOptions) =>
-    ClusterServe.layer({
-      token,
-      roots: [dirs.cwd],
-      configDir: dirs.configDir,
-      stateDir: Path.join(dirs.root, "serve-state"),
-      idleTimeout: options.idleTimeout,
-      runner: options.runner ?? { _tag: "Single" },
-      session: {
-        env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
-        bare: true,
-        stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
-      }
-    }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(nodeServer, { port: 0, host: "127.0.0.1" })),
-      Layer.provideMerge(SqlStore.layer(database)),
-      Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
-    )
+  ClusterServe.layer({
+    token,
+    roots: [dirs.cwd],
+    configDir: dirs.configDir,
+    stateDir: Path.join(dirs.root, "serve-state"),
+    idleTimeout: options.idleTimeout,
+    runner: options.runner ?? { _tag: "Single" },
+    session: {
+      env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
+      bare: true,
+      stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+    }
+  }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(nodeServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(SqlStore.layer(database)),
+    Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
+  )
 
 /** One session's events in the log, from seq `from` on, until `done` holds for what was seen. */
 export const eventsOf = (
