@@ -8,8 +8,8 @@
  *
  *   npx tsx bench/failover.ts [rounds=10]
  *
- * Not measured here: the per-hop cost of an edge on one runner and the
- * entity on another against the in-process registry (see the report).
+ * The per-hop cost of an edge on one runner and the entity on another,
+ * against the in-process registry, is `bench/hop.ts`.
  */
 import { ClaudeCli, FakeModel, Postgres } from "@skein/testkit"
 import { Effect, Redacted } from "effect"

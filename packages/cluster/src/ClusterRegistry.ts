@@ -5,8 +5,10 @@
  * is; `create` is a catalog row and its event, so a new session costs no
  * runner anything until its first prompt.
  *
- * Questions, statuses and running CLIs are this runner's own (the
- * in-process registry's): they are not gathered from other runners.
+ * Questions are listed and answered across runners (`ClusterAsks`). A
+ * session is busy while a turn of it is open in the `TurnLedger`, on any
+ * runner, or while this runner's registry says so (a summary); the running
+ * CLIs are this runner's and those with an open turn anywhere.
  *
  * @since 0.1.0
  */
@@ -18,8 +20,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
+import { ClusterAsks } from "./ClusterAsks.js"
 import { RunnerSessions } from "./RunnerSessions.js"
 import { SessionEntity } from "./SessionEntity.js"
+import { TurnLedger } from "./TurnLedger.js"
 
 /**
  * @since 0.1.0
@@ -71,6 +75,11 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
   const events = yield* ServerEvents.ServerEvents
   const { registry: local } = yield* RunnerSessions
   const client = yield* SessionEntity.client
+  const asks = yield* ClusterAsks
+  const turns = yield* TurnLedger
+
+  /** Sessions with an open turn anywhere; none when the ledger fails (this runner's own still show). */
+  const busy = Effect.catchAll(turns.busy, (error) => Effect.as(Effect.logWarning("reading the open turns", error), []))
 
   const storeFailed = (sessionID: string) => (e: SqlStoreError.StoreFailed) => new ServeError.SessionFailed({ sessionID, reason: e.message })
 
@@ -165,11 +174,15 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
       return Effect.as(call(sessionID, (entity) => entity.Prompt(payload, { discard: true })), payload.messageID)
     },
     abort: (sessionID) => call(sessionID, (entity) => entity.Abort()),
-    status: local.status,
-    running: local.running,
+    status: Effect.map(Effect.zip(local.status, busy), ([here, anywhere]) => {
+      const out: Record<string, Canonical.SessionStatus> = { ...here }
+      for (const id of anywhere) out[id] = { type: "busy" }
+      return out
+    }),
+    running: Effect.map(Effect.zip(local.running, busy), ([here, anywhere]) => [...new Set([...here, ...anywhere])]),
     stop: (sessionID) => Effect.ignore(client(sessionID).Stop()),
-    questions: local.questions,
-    answer: local.answer
+    questions: asks.questions,
+    answer: asks.answer
   })
 })
 

@@ -10,11 +10,12 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { PermissionBroker, type Serve, Server, ServerEvents } from "@skein/serve"
-import { SessionCatalog, TranscriptMirror } from "@skein/sql"
+import { AskLedger, SessionCatalog, TranscriptMirror } from "@skein/sql"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Path from "node:path"
+import * as ClusterAsks from "./ClusterAsks.js"
 import * as ClusterRegistry from "./ClusterRegistry.js"
 import * as ClusterRunner from "./ClusterRunner.js"
 import * as RunnerSessions from "./RunnerSessions.js"
@@ -49,6 +50,7 @@ export const layer = (options: Options) =>
       PermissionBroker.layer({ timeout: options.permissionTimeout }),
       SessionCatalog.layer,
       TranscriptMirror.layer,
+      AskLedger.layer(),
       TurnLedger.layer
     )
     const sessions = RunnerSessions.layer({
@@ -71,7 +73,10 @@ export const layer = (options: Options) =>
       heartbeat: options.heartbeat,
       maxLag: options.maxLag
     }).pipe(
+      // The routes' broker answers and lists every runner's asks; the runner's CLIs keep its own.
+      Layer.provide(ClusterAsks.brokerLayer),
       Layer.provideMerge(ClusterRegistry.layer({ roots })),
+      Layer.provideMerge(ClusterAsks.layer),
       Layer.provideMerge(SessionHost.layer({ idleTimeout: options.idleTimeout })),
       // Built after the runner's sessions, closed before them: entities stop their CLIs through the registry.
       Layer.provideMerge(runner),

@@ -111,6 +111,44 @@ export const Messages = Rpc.make("Messages", { success: Schema.Array(WithParts),
 export const Stop = Rpc.make("Stop")
 
 /**
+ * A client's reply to a permission ask of this session's CLI, whichever
+ * runner's edge took it: only the runner running the CLI holds the ask.
+ *
  * @since 0.1.0
  */
-export const SessionEntity = Entity.make("Session", [Prompt, Abort, Summarize, Fork, Update, Remove, Messages, Stop])
+export const ReplyPermission = Rpc.make("ReplyPermission", {
+  payload: { requestID: Schema.String, reply: Canonical.PermissionReply, message: Schema.optional(Schema.String) },
+  error: ServeError.PermissionNotFound
+})
+
+/**
+ * A client's answer to (or dismissal of) an `AskUserQuestion` question of this session's CLI.
+ *
+ * @since 0.1.0
+ */
+export const AnswerQuestion = Rpc.make("AnswerQuestion", {
+  payload: {
+    requestID: Schema.String,
+    answer: Schema.Union(
+      Schema.TaggedStruct("Answered", { answers: Schema.Array(Schema.Array(Schema.String)) }),
+      Schema.TaggedStruct("Rejected", { reason: Schema.String })
+    )
+  },
+  error: ServeError.QuestionNotFound
+})
+
+/**
+ * @since 0.1.0
+ */
+export const SessionEntity = Entity.make("Session", [
+  Prompt,
+  Abort,
+  Summarize,
+  Fork,
+  Update,
+  Remove,
+  Messages,
+  Stop,
+  ReplyPermission,
+  AnswerQuestion
+])

@@ -9,11 +9,12 @@
  */
 import * as Entity from "@effect/cluster/Entity"
 import { Canonical } from "@skein/protocol"
-import { ServeError, ServerEvents, type SessionRegistry } from "@skein/serve"
-import { SessionCatalog, type SqlStoreError, TranscriptMirror } from "@skein/sql"
+import { PermissionBroker, ServeError, ServerEvents, type SessionRegistry } from "@skein/serve"
+import { AskLedger, SessionCatalog, type SqlStoreError, TranscriptMirror } from "@skein/sql"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { RunnerLost } from "./ClusterError.js"
+import * as Asks from "./internal/asks.js"
 import { RunnerSessions } from "./RunnerSessions.js"
 import { SessionEntity } from "./SessionEntity.js"
 import { TurnLedger } from "./TurnLedger.js"
@@ -39,6 +40,19 @@ const lostEvents = (sessionID: string, messageID: string) => [
   Canonical.event("session.idle", { sessionID })
 ]
 
+/**
+ * The session's asks still open when its entity starts here: the CLI that
+ * waited on them died with its runner (a runner that stops closes them), so
+ * no answer can reach them. Each is closed (`reject`, `host restarted`) and
+ * its reply published, so no client waits on it. Best effort.
+ */
+const closeOrphanAsks = Effect.fn("SessionHost.closeOrphanAsks")(function*(cliSessionId: string) {
+  const asks = yield* AskLedger.AskLedger
+  const events = yield* ServerEvents.ServerEvents
+  const orphans = yield* asks.closeSessionAsks(cliSessionId, "reject", AskLedger.hostRestarted)
+  yield* Effect.forEach(orphans, (ask) => events.publish(ask.directory, [Asks.closedEvent(ask, AskLedger.hostRestarted)]), { discard: true })
+}, Effect.catchAll((error) => Effect.logWarning("closing the asks a dead runner left open", error)))
+
 const handlers = Effect.gen(function*() {
   const address = yield* Entity.CurrentAddress
   const sessionID: string = address.entityId
@@ -47,6 +61,8 @@ const handlers = Effect.gen(function*() {
   const mirror = yield* TranscriptMirror.TranscriptMirror
   const catalog = yield* SessionCatalog.SessionCatalog
   const events = yield* ServerEvents.ServerEvents
+  // This runner's own broker: it holds the asks of the CLIs that run here.
+  const broker = yield* PermissionBroker.PermissionBroker
 
   // Another runner may have run this session: its transcript comes from SQL before the CLI resumes it here.
   const entry = yield* Effect.orElseSucceed(catalog.get(sessionID), () => undefined)
@@ -57,6 +73,7 @@ const handlers = Effect.gen(function*() {
       Effect.asVoid
     )
   }
+  if (entry !== undefined) yield* closeOrphanAsks(entry.cliSessionId)
   // Passivated, or its shard moved: the CLI stops with the entity.
   yield* Effect.addFinalizer(() => registry.stop(sessionID))
 
@@ -85,7 +102,8 @@ const handlers = Effect.gen(function*() {
     Prompt: ({ payload }) =>
       Effect.gen(function*() {
         const fresh = yield* Effect.mapError(ledger.start(sessionID, payload.messageID, runner), storeFailed(sessionID))
-        if (!fresh) return yield* lost(payload.messageID)
+        // Its row closes with it: the turn is no longer anyone's.
+        if (!fresh) return yield* Effect.ensuring(lost(payload.messageID), Effect.ignore(ledger.end(sessionID, payload.messageID)))
         return yield* registry.prompt(sessionID, payload.content, { messageID: payload.messageID, model: payload.model }).pipe(
           Effect.ensuring(Effect.zipRight(Effect.ignore(ledger.end(sessionID, payload.messageID)), settled))
         )
@@ -110,7 +128,9 @@ const handlers = Effect.gen(function*() {
     Update: ({ payload }) => Effect.tap(registry.update(sessionID, payload), settle),
     Remove: () => Effect.zipRight(registry.remove(sessionID), Effect.mapError(catalog.remove(sessionID), storeFailed(sessionID))),
     Messages: () => registry.messages(sessionID),
-    Stop: () => registry.stop(sessionID)
+    Stop: () => registry.stop(sessionID),
+    ReplyPermission: ({ payload }) => broker.reply(payload.requestID, { reply: payload.reply, message: payload.message }),
+    AnswerQuestion: ({ payload }) => registry.answer(payload.requestID, payload.answer)
   })
 })
 

@@ -26,6 +26,8 @@ export class TurnLedger extends Context.Tag("@skein/cluster/TurnLedger")<TurnLed
   readonly start: (sessionID: string, messageID: string, runner: string) => Effect.Effect<boolean, SqlStoreError.StoreFailed>
   /** The turn has ended (answered, failed, or lost). */
   readonly end: (sessionID: string, messageID: string) => Effect.Effect<void, SqlStoreError.StoreFailed>
+  /** Sessions with a turn started and not ended, on whichever runner: the cluster's busy sessions. */
+  readonly busy: Effect.Effect<ReadonlyArray<string>, SqlStoreError.StoreFailed>
 }>() {}
 
 const init = Effect.gen(function*() {
@@ -40,13 +42,19 @@ const init = Effect.gen(function*() {
   )`
 })
 
+/** The open turns are few among all: `busy` reads them from a partial index. */
+const openTurns = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX skein_cluster_turns_open ON skein_cluster_turns (session_id) WHERE ended IS NULL`
+})
+
 /**
  * The cluster's migrations, run by `make`.
  *
  * @since 0.1.0
  */
 export const migrate = Migrator.make({})({
-  loader: Migrator.fromRecord({ "0001_turns": init }),
+  loader: Migrator.fromRecord({ "0001_turns": init, "0002_open_turns": openTurns }),
   table: "skein_cluster_migrations"
 })
 
@@ -73,7 +81,11 @@ export const make = Effect.gen(function*() {
           WHERE session_id = ${sessionID} AND message_id = ${messageID} AND ended IS NULL`).pipe(
           Effect.asVoid,
           Effect.mapError(failed("end"))
-        )
+        ),
+    busy: sql<{ readonly session_id: string }>`SELECT DISTINCT session_id FROM skein_cluster_turns WHERE ended IS NULL`.pipe(
+      Effect.map((rows) => rows.map((row) => row.session_id)),
+      Effect.mapError(failed("busy"))
+    )
   })
 })
 

@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+export * as ClusterAsks from "./ClusterAsks.js"
 export * as ClusterError from "./ClusterError.js"
 export * as ClusterRegistry from "./ClusterRegistry.js"
 export * as ClusterRunner from "./ClusterRunner.js"

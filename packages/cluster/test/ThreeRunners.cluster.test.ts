@@ -7,10 +7,13 @@
  * answered with the earlier turns in FakeModel's request; the transcript on
  * the new runner has the first turn once; and an SSE client that moves from
  * B to C with its `Last-Event-ID` misses nothing and sees nothing twice.
+ * Before the kill, a permission ask of the session hosted on B is listed on
+ * A's edge, the session is busy in A's status, and the reply sent to A
+ * reaches B's CLI (the tool runs); a second reply, through C, is a 404.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ClaudeCli, FakeModel, Postgres } from "@skein/testkit"
-import { Effect, Redacted } from "effect"
+import { Effect, Option, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Processes from "./processes.js"
@@ -42,6 +45,16 @@ const transcriptOf = (configDir: string, cliSessionId: string) => {
 const userPrompts = (jsonl: string, text: string) =>
   jsonl.split("\n").filter((line) => line.includes("\"type\":\"user\"") && line.includes(text)).length
 
+/** The request answers a tool call: its last user message carries a `tool_result`. */
+const afterTool = (request: FakeModel.RecordedRequest) =>
+  Option.match(request.messagesRequest, {
+    onNone: () => false,
+    onSome: (body) => {
+      const last = body.messages.findLast((m) => m.role === "user")
+      return last !== undefined && typeof last.content !== "string" && last.content.some((block) => block.type === "tool_result")
+    }
+  })
+
 describe("three runners over Postgres", () => {
   it.scopedLive("sessions spread by shard; a SIGKILLed host's turn ends RunnerLost on another runner's SSE; the session goes on elsewhere", () =>
     Effect.gen(function*() {
@@ -49,7 +62,11 @@ describe("three runners over Postgres", () => {
       const database = Redacted.value(yield* pg.database("cluster"))
       const model = yield* FakeModel.make({
         fallback: (request) =>
-          FakeModel.promptOf(request).includes("slow")
+          afterTool(request)
+            ? FakeModel.text("Made.")
+            : FakeModel.promptOf(request).includes("make the file")
+            ? FakeModel.toolUse("Bash", { command: "touch made-across-runners.txt" })
+            : FakeModel.promptOf(request).includes("slow")
             ? FakeModel.withDelay(FakeModel.text("Cut short by the crash."), "60 seconds")
             : FakeModel.text(`Answer to ${FakeModel.promptOf(request)}.`)
       })
@@ -91,6 +108,29 @@ describe("three runners over Postgres", () => {
         else placed.set(hosts[0]!, { id: session.id, cliSessionId: session.cliSessionId })
       }
       expect(placed.size).toBe(3)
+
+      // An ask of the session hosted on B, through A's edge: listed there, busy there, answered there.
+      const onB = placed.get(b)!
+      const inDir = `directory=${encodeURIComponent(cwd)}`
+      const askWatch = Processes.subscribe(a.url, token, cwd)
+      yield* Effect.promise(() => askWatch.until((f) => f.type === "server.connected", 10_000))
+      yield* Effect.promise(() => callA("POST", `/session/${onB.id}/prompt_async`, { parts: [{ type: "text", text: "make the file" }] }))
+      const asked = yield* Effect.promise(() =>
+        askWatch.until((f) => f.type === "permission.asked" && f.properties["sessionID"] === onB.id)
+      )
+      const requestID = String(asked.find((f) => f.type === "permission.asked" && f.properties["sessionID"] === onB.id)!.properties["id"])
+      const listed: ReadonlyArray<{ id: string }> = yield* Effect.promise(() => callA("GET", `/permission?${inDir}`))
+      expect(listed.map((p) => p.id)).toContain(requestID)
+      const status: Record<string, { type: string }> = yield* Effect.promise(() => callA("GET", `/session/status?${inDir}`))
+      expect(status[onB.id]).toEqual({ type: "busy" })
+      yield* Effect.promise(() => callA("POST", `/permission/${requestID}/reply?${inDir}`, { reply: "once" }))
+      yield* Effect.promise(() => askWatch.until((f) => f.type === "session.idle" && f.properties["sessionID"] === onB.id))
+      askWatch.close()
+      expect(Fs.existsSync(Path.join(cwd, "made-across-runners.txt"))).toBe(true)
+      const again = yield* Effect.promise(() =>
+        api(c.url)("POST", `/permission/${requestID}/reply?${inDir}`, { reply: "once" }).then(() => "answered", (e: Error) => e.message)
+      )
+      expect(again).toContain("404")
 
       // The session hosted on A: a slow turn through B, A killed mid-turn.
       const victim = placed.get(a)!

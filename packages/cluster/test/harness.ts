@@ -23,6 +23,8 @@ export interface Running {
   readonly registry: SessionRegistry.SessionRegistry["Type"]
   readonly store: SqlStore.SqlStore["Type"]
   readonly headers: Record<string, string>
+  /** Everything the server's layer built (its runner's `Sharding`, the ledgers, …). */
+  readonly context: Context.Context<Layer.Layer.Success<ReturnType<typeof serverLayer>>>
 }
 
 export interface StartOptions {
@@ -50,23 +52,7 @@ export const start = (model: FakeModel.FakeModel["Type"], options: StartOptions 
   Effect.gen(function*() {
     const dirs = options.dirs ?? (yield* ClaudeCli.offlineDirs("skein-cluster-"))
     const database = options.database ?? `sqlite:${Path.join(dirs.root, "cluster.db")}`
-    const layer = ClusterServe.layer({
-      token,
-      roots: [dirs.cwd],
-      configDir: dirs.configDir,
-      stateDir: Path.join(dirs.root, "serve-state"),
-      idleTimeout: options.idleTimeout,
-      runner: options.runner ?? { _tag: "Single" },
-      session: {
-        env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
-        bare: true,
-        stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
-      }
-    }).pipe(
-      Layer.provideMerge(NodeHttpServer.layer(nodeServer, { port: 0, host: "127.0.0.1" })),
-      Layer.provideMerge(SqlStore.layer(database)),
-      Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
-    )
+    const layer = serverLayer(model, dirs, database, options)
     const context = yield* Layer.build(layer)
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = address._tag === "TcpAddress" ? address.port : 0
@@ -76,9 +62,29 @@ export const start = (model: FakeModel.FakeModel["Type"], options: StartOptions 
       events: Context.get(context, ServerEvents.ServerEvents),
       registry: Context.get(context, SessionRegistry.SessionRegistry),
       store: Context.get(context, SqlStore.SqlStore),
-      headers: { authorization: `Bearer ${token}` }
+      headers: { authorization: `Bearer ${token}` },
+      context
     } satisfies Running
   })
+
+const serverLayer = (model: FakeModel.FakeModel["Type"], dirs: ClaudeCli.OfflineDirs, database: string, options: StartOptions) =>
+  ClusterServe.layer({
+    token,
+    roots: [dirs.cwd],
+    configDir: dirs.configDir,
+    stateDir: Path.join(dirs.root, "serve-state"),
+    idleTimeout: options.idleTimeout,
+    runner: options.runner ?? { _tag: "Single" },
+    session: {
+      env: ClaudeCli.isolatedEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }),
+      bare: true,
+      stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+    }
+  }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(nodeServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provideMerge(SqlStore.layer(database)),
+    Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))
+  )
 
 /** One session's events in the log, from seq `from` on, until `done` holds for what was seen. */
 export const eventsOf = (

@@ -3,12 +3,16 @@
  * would be: the HTTP edge and a socket runner over the shared database,
  * its CLIs offline against the test's FakeModel, its own config dir. Its
  * one argument is the JSON of `RunnerConfig`; it prints `listening on <url>`.
+ * For benches it can run testkit's stand-in CLI instead of the real one, and
+ * serve's in-process registry (no cluster) over the same database, as the
+ * baseline a cluster's hop is measured against.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
+import { Serve } from "@skein/serve"
 import { SqlStore } from "@skein/sql"
-import { ClaudeCli } from "@skein/testkit"
+import { ClaudeCli, StandInCli } from "@skein/testkit"
 import { Console, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import * as Path from "node:path"
@@ -24,24 +28,37 @@ export interface RunnerConfig {
   readonly token: string
   /** `Single` (sqlite, one process) or `Socket` (Postgres, many). */
   readonly runner: "Single" | "Socket"
+  /** Run testkit's stand-in CLI (a canned turn per prompt) instead of the real one. */
+  readonly standIn?: boolean | undefined
+  /** `local`: serve's in-process registry over the same database, no cluster. Default `cluster`. */
+  readonly registry?: "cluster" | "local" | undefined
 }
 
 const config: RunnerConfig = JSON.parse(process.argv[2]!)
 
-const server = ClusterServe.layer({
+const standIn = StandInCli.command()
+
+const options: Serve.Options = {
   token: config.token,
   roots: [config.cwd],
   configDir: config.configDir,
   stateDir: Path.join(config.configDir, "skein", "serve"),
-  runner: config.runner === "Single"
-    ? { _tag: "Single" }
-    : { _tag: "Socket", options: { runnerAddress: { host: "127.0.0.1", port: config.runnerPort } } },
   session: {
     env: ClaudeCli.isolatedEnv({ baseUrl: config.modelUrl, configDir: config.configDir, tmpDir: config.tmpDir }),
     bare: true,
-    stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" }
+    stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" },
+    ...(config.standIn === true ? { executable: standIn.command, executableArgs: standIn.args } : {})
   }
-}).pipe(
+}
+
+const served = config.registry === "local" ? Serve.layer(options) : ClusterServe.layer({
+  ...options,
+  runner: config.runner === "Single"
+    ? { _tag: "Single" }
+    : { _tag: "Socket", options: { runnerAddress: { host: "127.0.0.1", port: config.runnerPort } } }
+})
+
+const server = served.pipe(
   Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
   Layer.provideMerge(SqlStore.layer(config.database)),
   Layer.provideMerge(Layer.mergeAll(ProcessHost.layerMemory(), NodeContext.layer))

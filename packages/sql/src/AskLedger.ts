@@ -58,7 +58,11 @@ export class AskLedger extends Context.Tag("@skein/sql/AskLedger")<AskLedger, {
   readonly close: (id: string, reply: string, reason?: string) => Effect.Effect<boolean, StoreFailed>
   /** Closes every open ask of one CLI session (it stopped, so none can be answered); how many. */
   readonly closeSession: (cliSessionId: string, reply: string, reason: string) => Effect.Effect<number, StoreFailed>
+  /** Closes every open ask of one CLI session, as `closeSession`, and returns them (to tell clients). */
+  readonly closeSessionAsks: (cliSessionId: string, reply: string, reason: string) => Effect.Effect<ReadonlyArray<Ask>, StoreFailed>
   readonly isOpen: (id: string) => Effect.Effect<boolean, StoreFailed>
+  /** The open ask with this id, if any: which session (and so which host) can answer it. */
+  readonly find: (id: string) => Effect.Effect<Ask | undefined, StoreFailed>
   /** Open asks (of `directory`, if given). */
   readonly pending: (directory?: string) => Effect.Effect<ReadonlyArray<Ask>, StoreFailed>
   /** Closes this host's asks from earlier incarnations with `reject` and `host restarted`; returns them. */
@@ -135,6 +139,15 @@ export const make = (options: Options = {}) =>
             Effect.map((rows) => rows.length),
             Effect.mapError(failed("close session"))
           ),
+      closeSessionAsks: (cliSessionId, reply, reason) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          select(sql`UPDATE skein_asks SET closed = ${now}, reply = ${reply}, reason = ${reason}
+            WHERE cli_session_id = ${cliSessionId} AND closed IS NULL RETURNING *`)).pipe(Effect.mapError(failed("close session"))),
+      find: (id) =>
+        select(sql`SELECT * FROM skein_asks WHERE id = ${id} AND closed IS NULL`).pipe(
+          Effect.map((all) => all[0]),
+          Effect.mapError(failed("find"))
+        ),
       isOpen: (id) =>
         sql`SELECT id FROM skein_asks WHERE id = ${id} AND closed IS NULL`.pipe(
           Effect.map((rows) => rows.length > 0),

@@ -82,6 +82,24 @@ onBoth((it, name) => {
       expect(rows[0]).toEqual({ reply: "reject", reason: AskLedger.hostRestarted })
     }))
 
+  it.scoped(`${name}: an open ask is found by id; one CLI session's open asks close together and come back`, () =>
+    Effect.gen(function*() {
+      const url = yield* (yield* Backing).fresh
+      const ledger = yield* AskLedger.make({ hostName: "box" }).pipe(Effect.provideService(SqlStore.SqlStore, yield* storeOn(url)))
+      const ask = (id: string, cliSessionId: string) =>
+        ({ id, kind: "permission" as const, cliSessionId, requestId: `req-${id}`, directory: "/work/app", request: { id, sessionID: "ses_1" } })
+      yield* ledger.open(ask("per_1", "cli-1"))
+      yield* ledger.open(ask("per_2", "cli-1"))
+      yield* ledger.open(ask("per_3", "cli-2"))
+      expect((yield* ledger.find("per_1"))?.request).toEqual({ id: "per_1", sessionID: "ses_1" })
+      expect(yield* ledger.find("per_unknown")).toBeUndefined()
+      const closed = yield* ledger.closeSessionAsks("cli-1", "reject", AskLedger.hostRestarted)
+      expect(closed.map((a) => a.id).sort()).toEqual(["per_1", "per_2"])
+      expect(yield* ledger.find("per_1")).toBeUndefined()
+      expect(yield* ledger.closeSessionAsks("cli-1", "reject", AskLedger.hostRestarted)).toEqual([])
+      expect((yield* ledger.pending()).map((a) => a.id)).toEqual(["per_3"])
+    }))
+
   it.scoped(`${name}: the catalog lists every session from rows, newest first, by directory`, () =>
     Effect.gen(function*() {
       const url = yield* (yield* Backing).fresh
