@@ -8,7 +8,7 @@ import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
 import * as NativeTools from "./nativeTools.js"
 import type { Block, BlockKind, Events, OpenMessage, State, StepUsage } from "./state.js"
-import { emptyTokens, setMap, tokensOf } from "./state.js"
+import { emptyTokens, setMap, tokensOf, update, updateBlock, updateMessage } from "./state.js"
 
 export const partUpdated = (state: State, part: Canonical.Part): Canonical.CanonicalEvent =>
   Canonical.event("message.part.updated", { sessionID: state.sessionID, part })
@@ -109,7 +109,7 @@ export const openAssistant = (
     stopReason: null,
     firstStamp: undefined
   }
-  return { ...state, message, pendingRetries: [], assistantOrdinal: state.assistantOrdinal + 1 }
+  return update(state, { message, pendingRetries: [], assistantOrdinal: state.assistantOrdinal + 1 })
 }
 
 export interface BlockStart {
@@ -137,12 +137,11 @@ export const openBlock = (state: State, events: Events, message: OpenMessage, st
     closed: false
   }
   events.push(partUpdated(state, blockPart(state, message, block, "open", start.input)))
-  const next: OpenMessage = {
-    ...message,
+  const next = updateMessage(message, {
     blocks: setMap(message.blocks, start.index, block),
     nextIndex: Math.max(message.nextIndex, start.index + 1)
-  }
-  return { ...state, message: next }
+  })
+  return update(state, { message: next })
 }
 
 /** Parses a tool's streamed input; bad JSON gives `{}` (the caller reports it). */
@@ -203,7 +202,7 @@ export const closeBlock = (
   const block = message?.blocks.get(index)
   if (message === undefined || block === undefined || block.closed) return state
   const text = final?.text ?? block.text
-  const closed: Block = { ...block, text, closed: true }
+  const closed = updateBlock(block, { text, closed: true })
   const parsed = final?.input !== undefined || block.kind !== "tool"
     ? { input: final?.input ?? {}, ok: true }
     : parseInput(block.text)
@@ -225,7 +224,7 @@ export const closeBlock = (
       start: state.clock
     })
     : state.tools
-  return { ...state, tools, message: { ...message, blocks: setMap(message.blocks, index, closed) } }
+  return update(state, { tools, message: updateMessage(message, { blocks: setMap(message.blocks, index, closed) }) })
 }
 
 /** Ends the open assistant message: its open blocks close, then step-finish and the final message.updated. */
@@ -258,7 +257,7 @@ export const finishAssistant = (state: State, events: Events): State => {
   events.push(messageUpdated(next, info))
   const finished = new Set(next.finished)
   finished.add(message.apiId)
-  return { ...next, message: undefined, finished }
+  return update(next, { message: undefined, finished })
 }
 
 /**
@@ -307,23 +306,23 @@ export const openUser = (
         : { ...base, ...content }
     ))
   })
-  return { ...state, userOrdinal, promptOrdinal, lastUserMessageID: id }
+  return update(state, { userOrdinal, promptOrdinal, lastUserMessageID: id })
 }
 
 /** Ticks the CLI clock to a user message the CLI printed: both views carry its timestamp. */
 export const tickUser = (state: State, stamp: number | undefined): State =>
   stamp === undefined || stamp <= state.clock
     ? state
-    : { ...state, clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0 }
+    : update(state, { clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0 })
 
 /** Ticks the CLI clock to an assistant record's timestamp; user-message ordinals restart. */
 export const tick = (state: State, stamp: number | undefined): State => {
   if (stamp === undefined) return state
   const message = state.message === undefined || state.message.firstStamp !== undefined
     ? state.message
-    : { ...state.message, firstStamp: stamp }
-  if (stamp <= state.clock) return message === state.message ? state : { ...state, message }
-  return { ...state, clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0, message }
+    : updateMessage(state.message, { firstStamp: stamp })
+  if (stamp <= state.clock) return message === state.message ? state : update(state, { message })
+  return update(state, { clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0, message })
 }
 
 /**
@@ -349,5 +348,5 @@ export const flushCompaction = (state: State, events: Events): State => {
     auto: boundary.auto
   }))
   events.push(Canonical.event("session.compacted", { sessionID: state.sessionID }))
-  return { ...state, userOrdinal: ordinal, lastUserMessageID: id, pendingCompaction: undefined }
+  return update(state, { userOrdinal: ordinal, lastUserMessageID: id, pendingCompaction: undefined })
 }

@@ -8,7 +8,7 @@ import { Canonical, CliMessage } from "@skein/protocol"
 import type { BlockStart } from "./messages.js"
 import { closeBlock, finishAssistant, openAssistant, openBlock, usageOf } from "./messages.js"
 import type { Events, State } from "./state.js"
-import { setMap } from "./state.js"
+import { setMap, update, updateBlock, updateMessage } from "./state.js"
 
 /** `now` (epoch ms) dates the message a `message_start` opens: the CLI stamps it only once it is whole. */
 export const onStreamEvent = (state: State, events: Events, message: CliMessage.StreamEvent, now: number): State => {
@@ -115,19 +115,17 @@ const onBlockDelta = (state: State, events: Events, event: Anthropic.ContentBloc
     field,
     delta: text
   }))
-  const next = { ...block, text: block.text + text }
-  return { ...state, message: { ...message, blocks: setMap(message.blocks, event.index, next) } }
+  const next = updateBlock(block, { text: block.text + text })
+  return update(state, { message: updateMessage(message, { blocks: setMap(message.blocks, event.index, next) }) })
 }
 
 const onMessageDelta = (state: State, event: Anthropic.MessageDeltaEvent): State => {
   const message = state.message
   if (message === undefined) return state
-  return {
-    ...state,
-    message: {
-      ...message,
+  return update(state, {
+    message: updateMessage(message, {
       usage: usageOf(event.usage, message.usage),
       stopReason: event.delta.stop_reason ?? message.stopReason
-    }
-  }
+    })
+  })
 }

@@ -8,7 +8,7 @@ import type { UserContent } from "./messages.js"
 import { finishAssistant, flushCompaction, openUser, partUpdated, tickUser } from "./messages.js"
 import * as NativeTools from "./nativeTools.js"
 import type { Events, OpenTool, State } from "./state.js"
-import { deleteMap, field } from "./state.js"
+import { deleteMap, field, update } from "./state.js"
 
 export interface WholeUser {
   readonly message: Anthropic.MessageParam
@@ -26,7 +26,7 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     ? [{ type: "text", text: content }]
     : content
   // The CLI's interrupt marker follows the reply it cut short, on stdout and in the transcript alike.
-  const marked = isInterruptMarker(blocks) ? { ...state, interrupted: true } : state
+  const marked = isInterruptMarker(blocks) ? update(state, { interrupted: true }) : state
   // A whole (not streamed) assistant message ends where the next user message begins.
   let next = marked.message !== undefined && !marked.message.streamed ? finishAssistant(marked, events) : marked
   const contents: Array<UserContent> = []
@@ -43,7 +43,7 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
   }
   if (contents.length === 0) return next
   const prompt = isPrompt(user, contents.flatMap((c) => (c.type === "text" ? [c.text] : [])))
-  if (prompt) next = { ...next, interrupted: false }
+  if (prompt) next = update(next, { interrupted: false })
   // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
   if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
   const created = user.timestamp ?? next.clock
@@ -133,7 +133,7 @@ const completeTool = (state: State, events: Events, block: Anthropic.ToolResultB
           }
     )
   ))
-  return inferReply({ ...state, tools: deleteMap(state.tools, block.tool_use_id) }, events, block)
+  return inferReply(update(state, { tools: deleteMap(state.tools, block.tool_use_id) }), events, block)
 }
 
 /**
@@ -154,7 +154,7 @@ const inferReply = (state: State, events: Events, block: Anthropic.ToolResultBlo
         ? Canonical.event("question.rejected", { sessionID: state.sessionID, requestID: request.id })
         : Canonical.event("question.replied", { sessionID: state.sessionID, requestID: request.id, answers: [] })
     )
-    return { ...state, requests: deleteMap(state.requests, requestId) }
+    return update(state, { requests: deleteMap(state.requests, requestId) })
   }
   return state
 }
