@@ -31,7 +31,7 @@ export const onAssistant = (state: State, events: Events, whole: WholeAssistant)
     const start = blockStart(index, block)
     const message = next.message
     if (start !== undefined && message !== undefined) {
-      next = openBlock(next, events, message, { ...start, text: "" })
+      next = openBlock(next, events, message, start)
       next = tick(next, whole.timestamp)
       next = closeBlock(next, events, index, finalOf(block))
     }

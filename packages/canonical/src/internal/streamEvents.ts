@@ -48,21 +48,30 @@ const onMessageStart = (state: State, events: Events, event: Anthropic.MessageSt
   })
 }
 
+const startOf = (index: number, kind: BlockStart["kind"], redacted: boolean, callID: string, tool: string): BlockStart => ({
+  index,
+  text: "",
+  redacted,
+  callID,
+  tool,
+  input: {},
+  kind
+})
+
 export const blockStart = (index: number, block: Anthropic.ContentBlock): BlockStart | undefined => {
-  const empty = { index, text: "", redacted: false, callID: "", tool: "", input: {} }
   switch (block.type) {
     case "text":
-      return { ...empty, kind: "text" }
+      return startOf(index, "text", false, "", "")
     case "thinking":
-      return { ...empty, kind: "reasoning" }
+      return startOf(index, "reasoning", false, "", "")
     case "redacted_thinking":
-      return { ...empty, kind: "reasoning", redacted: true }
+      return startOf(index, "reasoning", true, "", "")
     case "tool_use":
     case "server_tool_use":
     case "mcp_tool_use": {
       const id = Reflect.get(block, "id")
       const name = Reflect.get(block, "name")
-      return { ...empty, kind: "tool", callID: typeof id === "string" ? id : `block-${index}`, tool: typeof name === "string" ? name : block.type }
+      return startOf(index, "tool", false, typeof id === "string" ? id : `block-${index}`, typeof name === "string" ? name : block.type)
     }
     default:
       return undefined
