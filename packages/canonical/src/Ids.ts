@@ -87,6 +87,11 @@ export const hash = (text: string, length: number): string => chars(seed(text), 
 
 const hex = (value: number, digits: number): string => {
   const clamped = Math.max(0, Math.min(Math.floor(value), 16 ** digits - 1))
+  if (digits === 12 && !Number.isNaN(clamped)) {
+    // A 48-bit key is no small integer: two 24-bit halves print faster than the whole.
+    const high = Math.floor(clamped / 0x1000000)
+    return high.toString(16).padStart(6, "0") + (clamped - high * 0x1000000).toString(16).padStart(6, "0")
+  }
   return clamped.toString(16).padStart(digits, "0")
 }
 

@@ -7,7 +7,7 @@
 import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
 import * as NativeTools from "./nativeTools.js"
-import type { Block, BlockKind, Events, OpenMessage, State, StepUsage } from "./state.js"
+import type { Block, BlockKind, Events, OpenedInfo, OpenMessage, State, StepUsage } from "./state.js"
 import { emptyTokens, setMap, tokensOf, update, updateBlock, updateMessage } from "./state.js"
 
 export const partUpdated = (state: State, part: Canonical.Part): Canonical.CanonicalEvent =>
@@ -65,7 +65,7 @@ export const openAssistant = (
   const seed = Ids.seed(identity(state, apiId))
   const id = Ids.make("msg", key, seed)
   const cwd = state.cwd ?? ""
-  const info: Canonical.AssistantMessage = {
+  const info: OpenedInfo = {
     id,
     sessionID: state.sessionID,
     role: "assistant",
@@ -246,15 +246,25 @@ export const finishAssistant = (state: State, events: Events): State => {
     cost: 0,
     tokens
   }))
+  // The opened info with its time, tokens and finish, spelled out in the opened info's key order (a spread of it is slow).
+  const opened = message.info
   const info: Canonical.AssistantMessage = {
-    ...message.info,
+    id: opened.id,
+    sessionID: opened.sessionID,
+    role: opened.role,
     time: { created: createdOf(message), completed: next.clock },
+    parentID: opened.parentID,
+    modelID: opened.modelID,
+    providerID: opened.providerID,
+    mode: opened.mode,
+    agent: opened.agent,
+    path: opened.path,
+    cost: opened.cost,
     tokens,
-    finish: reason,
-    // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
-    ...(state.interrupted && message.stopReason === null ? { error: aborted } : {})
+    finish: reason
   }
-  events.push(messageUpdated(next, info))
+  // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
+  events.push(messageUpdated(next, state.interrupted && message.stopReason === null ? { ...info, error: aborted } : info))
   const finished = new Set(next.finished)
   finished.add(message.apiId)
   return update(next, { message: undefined, finished })
@@ -290,20 +300,24 @@ export const openUser = (
   const key = Ids.sortKey(state.clock, options.prompt ? Ids.PROMPT_ORDINAL + promptOrdinal : userOrdinal)
   const seed = Ids.seed(identity(state, options.uuid))
   const id = Ids.make("msg", key, seed)
-  events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created }, ...promptedWith }))
+  events.push(messageUpdated(state, {
+    id,
+    sessionID: state.sessionID,
+    role: "user",
+    time: { created: options.created },
+    agent: promptedWith.agent,
+    model: promptedWith.model
+  }))
   options.contents.forEach((content, index) => {
-    const base = { id: Ids.part(key, Ids.Slot.block(index), seed), sessionID: state.sessionID, messageID: id }
+    const partID = Ids.part(key, Ids.Slot.block(index), seed)
+    const time = { start: options.created, end: options.created }
     events.push(partUpdated(
       state,
-      content.type === "text"
-        ? {
-          ...base,
-          type: "text",
-          text: content.text,
-          ...(options.synthetic ? { synthetic: true } : {}),
-          time: { start: options.created, end: options.created }
-        }
-        : { ...base, ...content }
+      content.type !== "text"
+        ? { id: partID, sessionID: state.sessionID, messageID: id, ...content }
+        : options.synthetic
+        ? { id: partID, sessionID: state.sessionID, messageID: id, type: "text", text: content.text, synthetic: true, time }
+        : { id: partID, sessionID: state.sessionID, messageID: id, type: "text", text: content.text, time }
     ))
   })
   return update(state, { userOrdinal, promptOrdinal, lastUserMessageID: id })

@@ -62,13 +62,20 @@ export interface StepUsage {
   readonly cacheWrite: number
 }
 
+/** An assistant message's info as `openAssistant` makes it: every field its final update copies is there. */
+export type OpenedInfo = Canonical.AssistantMessage & {
+  readonly mode: string
+  readonly agent: string
+  readonly path: { readonly cwd: string; readonly root: string }
+}
+
 /** One API message (one `message_start` … `message_stop`): one opencode assistant message and step. */
 export interface OpenMessage {
   readonly apiId: string
   readonly key: number
   /** Hash seed of the message's identity: its parts' ids derive from it. */
   readonly seed: Ids.Seed
-  readonly info: Canonical.AssistantMessage
+  readonly info: OpenedInfo
   readonly blocks: ReadonlyMap<number, Block>
   /** Seen through `stream_event`s: whole `assistant` messages only confirm it. */
   readonly streamed: boolean

@@ -42,7 +42,7 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     }
   }
   if (contents.length === 0) return next
-  const prompt = isPrompt(user, contents.flatMap((c) => (c.type === "text" ? [c.text] : [])))
+  const prompt = isPrompt(user, firstText(contents))
   if (prompt) next = update(next, { interrupted: false })
   // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
   if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
@@ -86,8 +86,13 @@ const isInterruptMarker = (blocks: ReadonlyArray<Anthropic.ContentBlock>): boole
   blocks.some((block) => block.type === "text" && "text" in block && typeof block.text === "string" && block.text.startsWith(interruptMarker))
 
 /** A prompt (what the user typed, a slash command) rather than a message the CLI made. */
-const isPrompt = (user: WholeUser, texts: ReadonlyArray<string>): boolean =>
-  !user.synthetic && !cliMarkers.some((marker) => texts[0]?.startsWith(marker) === true)
+const isPrompt = (user: WholeUser, text: string | undefined): boolean =>
+  !user.synthetic && !cliMarkers.some((marker) => text?.startsWith(marker) === true)
+
+const firstText = (contents: ReadonlyArray<UserContent>): string | undefined => {
+  for (const content of contents) if (content.type === "text") return content.text
+  return undefined
+}
 
 const outputOf = (block: Anthropic.ToolResultBlock): string => {
   const content = block.content
