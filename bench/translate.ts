@@ -94,3 +94,49 @@ console.log(
     medianRatio >= target ? "met" : bestRatio >= target ? "met in the best round, not at the median" : "not met"
   }`
 )
+
+/*
+ * The streaming hot path, for information (the target above is the
+ * captures'): one reply of text deltas, each a `content_block_delta` line
+ * that becomes one `message.part.delta`, decoded alone against decoded and
+ * translated, as `bench/serve` streams them.
+ */
+const deltaCount = 100_000
+const deltaSession = "00000000-0000-4000-8000-00000000d017"
+const streamLine = (event: unknown) =>
+  JSON.stringify({ type: "stream_event", event, session_id: deltaSession, parent_tool_use_id: null, uuid: "00000000-0000-4000-8000-000000000002" })
+const reply = new TextEncoder().encode(
+  [
+    streamLine({
+      type: "message_start",
+      message: { id: "msg_delta", type: "message", role: "assistant", model: "fake", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } }
+    }),
+    streamLine({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
+    ...Array.from({ length: deltaCount }, (_, i) => streamLine({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: `word${i % 10} ` } })),
+    streamLine({ type: "content_block_stop", index: 0 }),
+    streamLine({ type: "message_stop" })
+  ].join("\n") + "\n"
+)
+const deltaTimes = { decode: [] as Array<number>, both: [] as Array<number> }
+for (let round = 0; round < rounds + 1; round++) {
+  let start = process.hrtime.bigint()
+  Lenient.decodeAll(CliMessage.decoder, reply)
+  const decodeMs = Number(process.hrtime.bigint() - start) / 1e6
+  start = process.hrtime.bigint()
+  const decoded = Lenient.decodeAll(CliMessage.decoder, reply)
+  const deltas = EventTranslator.translateAll({ cliSessionId: deltaSession }, decoded).filter((e) => e.type === "message.part.delta").length
+  const bothMs = Number(process.hrtime.bigint() - start) / 1e6
+  if (deltas !== deltaCount) throw new Error(`${deltas} part deltas, expected ${deltaCount}`)
+  if (round > 0) {
+    deltaTimes.decode.push(decodeMs)
+    deltaTimes.both.push(bothMs)
+  }
+}
+const deltaRatios = deltaTimes.decode.map((ms, i) => ms / deltaTimes.both[i]!)
+console.log(
+  `text deltas: ${deltaCount} in one reply; decode only ${median(deltaTimes.decode).toFixed(0)} ms, decode + translate ${
+    median(deltaTimes.both).toFixed(0)
+  } ms (${(deltaCount / (median(deltaTimes.both) / 1000) / 1000).toFixed(0)}k deltas/s); per-round ratio best ${
+    Math.max(...deltaRatios).toFixed(2)
+  }, median ${median(deltaRatios).toFixed(2)} (for information)`
+)
