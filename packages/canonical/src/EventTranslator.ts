@@ -119,13 +119,12 @@ const traceOf = (sessionID: string, event: Turn.SessionEvent): Canonical.Canonic
     case "Message": {
       const message = event.message
       const subtype = "subtype" in message && typeof message.subtype === "string" ? message.subtype : undefined
-      return C.event("session.cli_event", {
-        sessionID,
-        kind: "message",
-        cliType: message.type,
-        ...(subtype !== undefined ? { cliSubtype: subtype } : {}),
-        data: message
-      })
+      return C.event(
+        "session.cli_event",
+        subtype !== undefined
+          ? { sessionID, kind: "message", cliType: message.type, cliSubtype: subtype, data: message }
+          : { sessionID, kind: "message", cliType: message.type, data: message }
+      )
     }
     case "Unknown":
       return C.event("session.cli_event", {
@@ -231,22 +230,23 @@ const boundaryInputs = (cli: Input, outputs: ReadonlyArray<TurnBoundaries.Output
 export const translateAll = (options: Options, events: ReadonlyArray<Turn.SessionEvent>): ReadonlyArray<Canonical.CanonicalEvent> => {
   let state = initial(options)
   let turns = TurnBoundaries.initial()
-  const out: Array<Canonical.CanonicalEvent> = []
-  const run = (input: Input) => {
-    const [next, emitted] = step(state, input)
-    state = next
-    for (const e of emitted) out.push(e)
-  }
+  // Every step appends to one array: the same events as `step` one input at a time, without a tuple and array per input.
+  const out: S.Events = []
   for (const event of events) {
+    const cli: Input = { _tag: "Cli", event }
     if (event._tag !== "Message") {
-      run({ _tag: "Cli", event })
+      state = apply(state, out, cli)
       continue
     }
     const [next, outputs] = TurnBoundaries.step(turns, event.message)
     turns = next
-    for (const input of boundaryInputs({ _tag: "Cli", event }, outputs)) run(input)
+    if (outputs.length === 0) {
+      state = apply(state, out, cli)
+      continue
+    }
+    for (const input of boundaryInputs(cli, outputs)) state = apply(state, out, input)
   }
-  run({ _tag: "End" })
+  apply(state, out, { _tag: "End" })
   return out
 }
 

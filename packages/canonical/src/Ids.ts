@@ -55,23 +55,31 @@ const mix = (lane: number, salt: number): number => {
   return (h ^ (h >>> 16)) >>> 0
 }
 
-const digits: Array<number> = []
+/** Five base62 characters of one mixed lane, least significant first. */
+const five = (lane: number): string => {
+  let h = lane
+  const c0 = CODES[h % 62]!
+  h = Math.floor(h / 62)
+  const c1 = CODES[h % 62]!
+  h = Math.floor(h / 62)
+  const c2 = CODES[h % 62]!
+  h = Math.floor(h / 62)
+  const c3 = CODES[h % 62]!
+  h = Math.floor(h / 62)
+  return String.fromCharCode(c0, c1, c2, c3, CODES[h % 62]!)
+}
 
 /**
  * `length` (≤ 15) base62 characters from a seed and a salt. Parts mint their
  * ids from their message's seed and their slot, so a part costs no pass over
- * a string.
+ * a string. Lanes a, b, c give five characters each, in that order; only the
+ * lanes the length reaches are computed.
  */
 export const chars = (from: Seed, salt: number, length: number): string => {
-  digits.length = 0
-  for (const lane of [from.a, from.b, from.c]) {
-    let h = mix(lane, salt)
-    for (let i = 0; i < 5; i++) {
-      digits.push(CODES[h % 62]!)
-      h = Math.floor(h / 62)
-    }
-  }
-  return String.fromCharCode(...digits.slice(0, length))
+  let out = five(mix(from.a, salt))
+  if (length > 5) out += five(mix(from.b, salt))
+  if (length > 10) out += five(mix(from.c, salt))
+  return out.length === length ? out : out.slice(0, length)
 }
 
 /** `length` (≤ 15) base62 characters derived from `text`. */
@@ -79,6 +87,11 @@ export const hash = (text: string, length: number): string => chars(seed(text), 
 
 const hex = (value: number, digits: number): string => {
   const clamped = Math.max(0, Math.min(Math.floor(value), 16 ** digits - 1))
+  if (digits === 12 && !Number.isNaN(clamped)) {
+    // A 48-bit key is no small integer: two 24-bit halves print faster than the whole.
+    const high = Math.floor(clamped / 0x1000000)
+    return high.toString(16).padStart(6, "0") + (clamped - high * 0x1000000).toString(16).padStart(6, "0")
+  }
   return clamped.toString(16).padStart(digits, "0")
 }
 
@@ -128,7 +141,14 @@ export const Slot = {
 
 /** The part in `slot` of the message whose key is `messageKey` and whose identity is `message`. */
 export const part = (messageKey: number, slot: number, message: Seed): string =>
-  `prt_${keyHex(messageKey)}${hex(slot, 4)}${chars(message, slot + 1, 10)}`
+  `prt_${keyHex(messageKey)}${slotHex(slot)}${chars(message, slot + 1, 10)}`
+
+/** The slots' four hex digits, made once each (a handful of slots recur in every message). */
+const slotDigits: Array<string | undefined> = []
+const slotHex = (slot: number): string => {
+  if (!Number.isInteger(slot) || slot < 0 || slot > 0xffff) return hex(slot, 4)
+  return slotDigits[slot] ??= hex(slot, 4)
+}
 
 /**
  * A session id from the CLI's session UUID. `createdAt` (epoch ms), when the

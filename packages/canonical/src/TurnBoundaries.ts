@@ -17,8 +17,12 @@ export type State = TurnTracker.State
 
 export const initial = (): State => TurnTracker.initial()
 
+const none: ReadonlyArray<Output> = []
+
 export const step = (state: State, message: CliMessage.CliMessage): readonly [State, ReadonlyArray<Output>] => {
   const [next, outputs] = TurnTracker.step(state, { _tag: "Message", message })
+  // Most messages neither start nor end a turn.
+  if (outputs.length === 0) return [next, none]
   const boundaries: Array<Output> = []
   for (const output of outputs) {
     if (output._tag === "TurnStarted") {

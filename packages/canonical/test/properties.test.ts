@@ -8,7 +8,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { CliMessage } from "@skein/protocol"
 import type { Turn } from "@skein/session"
 import { EventTranslator, History, Invariants } from "@skein/canonical"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
+import * as Stream from "effect/Stream"
 
 const session_id = "00000000-0000-4000-8000-000000000001"
 
@@ -184,4 +187,35 @@ describe("EventTranslator over generated sessions", () => {
     const unknown = decoded.filter((d) => d._tag !== "Message").length
     expect(events.filter((e) => e.type === "session.cli_event" && e.properties.kind !== "message").length).toBeGreaterThanOrEqual(unknown)
   }, { fastCheck: { numRuns: 100 } })
+
+  it.prop(
+    "gives the same events whole, step by step, and as a stream in any chunking",
+    [sessionSpec, FastCheck.array(FastCheck.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 8 })],
+    ([spec, sizes]) => {
+      const decoded = decode(linesOf(spec))
+      const whole = EventTranslator.translateAll({ cliSessionId: session_id }, decoded)
+      // The same inputs through `step`, one at a time: `translateAll` appends to one array instead.
+      const inputs = Chunk.toReadonlyArray(Effect.runSync(Stream.runCollect(EventTranslator.withTurns(Stream.fromIterable(decoded)))))
+      let state = EventTranslator.initial({ cliSessionId: session_id })
+      const stepped: Array<unknown> = []
+      for (const input of inputs) {
+        const [next, events] = EventTranslator.step(state, input)
+        state = next
+        stepped.push(...events)
+      }
+      expect(stepped).toStrictEqual(whole)
+      // The lines cut into chunks of the generated sizes, cycling.
+      const chunks: Array<Chunk.Chunk<Turn.SessionEvent>> = []
+      for (let at = 0, i = 0; at < decoded.length; i++) {
+        const size = sizes[i % sizes.length]!
+        chunks.push(Chunk.fromIterable(decoded.slice(at, at + size)))
+        at += size
+      }
+      const streamed = Effect.runSync(Stream.runCollect(
+        Stream.fromChunks(...chunks).pipe(EventTranslator.withTurns, EventTranslator.translate({ cliSessionId: session_id }))
+      ))
+      expect(Chunk.toReadonlyArray(streamed)).toStrictEqual(whole)
+    },
+    { fastCheck: { numRuns: 100 } }
+  )
 })

@@ -7,6 +7,7 @@
 import type { Anthropic } from "@skein/protocol"
 import { closeBlock, finishAssistant, openAssistant, openBlock, tick, usageOf } from "./messages.js"
 import type { Events, State } from "./state.js"
+import { update, updateMessage } from "./state.js"
 import { blockStart } from "./streamEvents.js"
 
 export interface WholeAssistant {
@@ -30,7 +31,7 @@ export const onAssistant = (state: State, events: Events, whole: WholeAssistant)
     const start = blockStart(index, block)
     const message = next.message
     if (start !== undefined && message !== undefined) {
-      next = openBlock(next, events, message, { ...start, text: "" })
+      next = openBlock(next, events, message, start)
       next = tick(next, whole.timestamp)
       next = closeBlock(next, events, index, finalOf(block))
     }
@@ -39,10 +40,9 @@ export const onAssistant = (state: State, events: Events, whole: WholeAssistant)
   next = tick(next, whole.timestamp)
   const message = next.message
   if (message === undefined) return next
-  return {
-    ...next,
-    message: { ...message, usage: usageOf(api.usage, message.usage), stopReason: api.stop_reason ?? message.stopReason }
-  }
+  return update(next, {
+    message: updateMessage(message, { usage: usageOf(api.usage, message.usage), stopReason: api.stop_reason ?? message.stopReason })
+  })
 }
 
 const finalOf = (block: Anthropic.ContentBlock): { readonly text?: string; readonly input?: Anthropic.ToolUseBlock["input"] } => {

@@ -7,8 +7,8 @@
 import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
 import * as NativeTools from "./nativeTools.js"
-import type { Block, BlockKind, Events, OpenMessage, State, StepUsage } from "./state.js"
-import { emptyTokens, setMap, tokensOf } from "./state.js"
+import type { Block, BlockKind, Events, OpenedInfo, OpenMessage, State, StepUsage } from "./state.js"
+import { emptyTokens, setMap, tokensOf, update, updateBlock, updateMessage } from "./state.js"
 
 export const partUpdated = (state: State, part: Canonical.Part): Canonical.CanonicalEvent =>
   Canonical.event("message.part.updated", { sessionID: state.sessionID, part })
@@ -65,7 +65,7 @@ export const openAssistant = (
   const seed = Ids.seed(identity(state, apiId))
   const id = Ids.make("msg", key, seed)
   const cwd = state.cwd ?? ""
-  const info: Canonical.AssistantMessage = {
+  const info: OpenedInfo = {
     id,
     sessionID: state.sessionID,
     role: "assistant",
@@ -109,7 +109,7 @@ export const openAssistant = (
     stopReason: null,
     firstStamp: undefined
   }
-  return { ...state, message, pendingRetries: [], assistantOrdinal: state.assistantOrdinal + 1 }
+  return update(state, { message, pendingRetries: [], assistantOrdinal: state.assistantOrdinal + 1 })
 }
 
 export interface BlockStart {
@@ -137,12 +137,11 @@ export const openBlock = (state: State, events: Events, message: OpenMessage, st
     closed: false
   }
   events.push(partUpdated(state, blockPart(state, message, block, "open", start.input)))
-  const next: OpenMessage = {
-    ...message,
+  const next = updateMessage(message, {
     blocks: setMap(message.blocks, start.index, block),
     nextIndex: Math.max(message.nextIndex, start.index + 1)
-  }
-  return { ...state, message: next }
+  })
+  return update(state, { message: next })
 }
 
 /** Parses a tool's streamed input; bad JSON gives `{}` (the caller reports it). */
@@ -203,7 +202,7 @@ export const closeBlock = (
   const block = message?.blocks.get(index)
   if (message === undefined || block === undefined || block.closed) return state
   const text = final?.text ?? block.text
-  const closed: Block = { ...block, text, closed: true }
+  const closed = updateBlock(block, { text, closed: true })
   const parsed = final?.input !== undefined || block.kind !== "tool"
     ? { input: final?.input ?? {}, ok: true }
     : parseInput(block.text)
@@ -225,7 +224,7 @@ export const closeBlock = (
       start: state.clock
     })
     : state.tools
-  return { ...state, tools, message: { ...message, blocks: setMap(message.blocks, index, closed) } }
+  return update(state, { tools, message: updateMessage(message, { blocks: setMap(message.blocks, index, closed) }) })
 }
 
 /** Ends the open assistant message: its open blocks close, then step-finish and the final message.updated. */
@@ -247,18 +246,28 @@ export const finishAssistant = (state: State, events: Events): State => {
     cost: 0,
     tokens
   }))
+  // The opened info with its time, tokens and finish, spelled out in the opened info's key order (a spread of it is slow).
+  const opened = message.info
   const info: Canonical.AssistantMessage = {
-    ...message.info,
+    id: opened.id,
+    sessionID: opened.sessionID,
+    role: opened.role,
     time: { created: createdOf(message), completed: next.clock },
+    parentID: opened.parentID,
+    modelID: opened.modelID,
+    providerID: opened.providerID,
+    mode: opened.mode,
+    agent: opened.agent,
+    path: opened.path,
+    cost: opened.cost,
     tokens,
-    finish: reason,
-    // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
-    ...(state.interrupted && message.stopReason === null ? { error: aborted } : {})
+    finish: reason
   }
-  events.push(messageUpdated(next, info))
+  // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
+  events.push(messageUpdated(next, state.interrupted && message.stopReason === null ? { ...info, error: aborted } : info))
   const finished = new Set(next.finished)
   finished.add(message.apiId)
-  return { ...next, message: undefined, finished }
+  return update(next, { message: undefined, finished })
 }
 
 /**
@@ -291,39 +300,43 @@ export const openUser = (
   const key = Ids.sortKey(state.clock, options.prompt ? Ids.PROMPT_ORDINAL + promptOrdinal : userOrdinal)
   const seed = Ids.seed(identity(state, options.uuid))
   const id = Ids.make("msg", key, seed)
-  events.push(messageUpdated(state, { id, sessionID: state.sessionID, role: "user", time: { created: options.created }, ...promptedWith }))
+  events.push(messageUpdated(state, {
+    id,
+    sessionID: state.sessionID,
+    role: "user",
+    time: { created: options.created },
+    agent: promptedWith.agent,
+    model: promptedWith.model
+  }))
   options.contents.forEach((content, index) => {
-    const base = { id: Ids.part(key, Ids.Slot.block(index), seed), sessionID: state.sessionID, messageID: id }
+    const partID = Ids.part(key, Ids.Slot.block(index), seed)
+    const time = { start: options.created, end: options.created }
     events.push(partUpdated(
       state,
-      content.type === "text"
-        ? {
-          ...base,
-          type: "text",
-          text: content.text,
-          ...(options.synthetic ? { synthetic: true } : {}),
-          time: { start: options.created, end: options.created }
-        }
-        : { ...base, ...content }
+      content.type !== "text"
+        ? { id: partID, sessionID: state.sessionID, messageID: id, ...content }
+        : options.synthetic
+        ? { id: partID, sessionID: state.sessionID, messageID: id, type: "text", text: content.text, synthetic: true, time }
+        : { id: partID, sessionID: state.sessionID, messageID: id, type: "text", text: content.text, time }
     ))
   })
-  return { ...state, userOrdinal, promptOrdinal, lastUserMessageID: id }
+  return update(state, { userOrdinal, promptOrdinal, lastUserMessageID: id })
 }
 
 /** Ticks the CLI clock to a user message the CLI printed: both views carry its timestamp. */
 export const tickUser = (state: State, stamp: number | undefined): State =>
   stamp === undefined || stamp <= state.clock
     ? state
-    : { ...state, clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0 }
+    : update(state, { clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0 })
 
 /** Ticks the CLI clock to an assistant record's timestamp; user-message ordinals restart. */
 export const tick = (state: State, stamp: number | undefined): State => {
   if (stamp === undefined) return state
   const message = state.message === undefined || state.message.firstStamp !== undefined
     ? state.message
-    : { ...state.message, firstStamp: stamp }
-  if (stamp <= state.clock) return message === state.message ? state : { ...state, message }
-  return { ...state, clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0, message }
+    : updateMessage(state.message, { firstStamp: stamp })
+  if (stamp <= state.clock) return message === state.message ? state : update(state, { message })
+  return update(state, { clock: stamp, userOrdinal: 0, promptOrdinal: 0, assistantOrdinal: 0, message })
 }
 
 /**
@@ -349,5 +362,5 @@ export const flushCompaction = (state: State, events: Events): State => {
     auto: boundary.auto
   }))
   events.push(Canonical.event("session.compacted", { sessionID: state.sessionID }))
-  return { ...state, userOrdinal: ordinal, lastUserMessageID: id, pendingCompaction: undefined }
+  return update(state, { userOrdinal: ordinal, lastUserMessageID: id, pendingCompaction: undefined })
 }

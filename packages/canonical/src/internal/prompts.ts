@@ -8,18 +8,20 @@
  * history gives it.
  */
 import type { Events, Prompt, State } from "./state.js"
+import { update } from "./state.js"
 import { onUser } from "./userMessages.js"
 
-const show = (state: State, events: Events, prompt: Prompt): State => ({
-  ...onUser(state, events, {
-    message: { role: "user", content: prompt.content },
-    uuid: prompt.uuid,
-    timestamp: prompt.at,
-    synthetic: false,
-    toolUseResult: undefined
-  }),
-  promptAwaitsIdle: true
-})
+const show = (state: State, events: Events, prompt: Prompt): State =>
+  update(
+    onUser(state, events, {
+      message: { role: "user", content: prompt.content },
+      uuid: prompt.uuid,
+      timestamp: prompt.at,
+      synthetic: false,
+      toolUseResult: undefined
+    }),
+    { promptAwaitsIdle: true }
+  )
 
 /**
  * A prompt waits while a turn runs, or while the turn of a prompt already
@@ -27,11 +29,11 @@ const show = (state: State, events: Events, prompt: Prompt): State => ({
  * and the CLI's first output of a turn comes well after the prompt.
  */
 export const onPrompted = (state: State, events: Events, prompt: Prompt): State =>
-  state.busy || state.promptAwaitsIdle ? { ...state, queuedPrompts: [...state.queuedPrompts, prompt] } : show(state, events, prompt)
+  state.busy || state.promptAwaitsIdle ? update(state, { queuedPrompts: [...state.queuedPrompts, prompt] }) : show(state, events, prompt)
 
 /** At an idle: the next queued prompt is the one the CLI reads now. */
 export const showQueued = (state: State, events: Events): State => {
   const [next, ...rest] = state.queuedPrompts
-  const idle = { ...state, promptAwaitsIdle: false }
+  const idle = update(state, { promptAwaitsIdle: false })
   return next === undefined ? idle : show({ ...idle, queuedPrompts: rest }, events, next)
 }

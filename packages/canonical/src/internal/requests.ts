@@ -8,7 +8,7 @@ import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
 import * as NativeTools from "./nativeTools.js"
 import type { Events, State } from "./state.js"
-import { deleteMap, field, setMap } from "./state.js"
+import { deleteMap, field, setMap, update } from "./state.js"
 
 const patternsOf = (request: Control.CanUseTool): ReadonlyArray<string> => {
   for (const key of ["command", "file_path", "path", "url", "pattern"]) {
@@ -72,11 +72,10 @@ export const onRequest = (state: State, events: Events, requestId: string, reque
           ...tool
         })
     )
-    return {
-      ...state,
+    return update(state, {
       requestOrdinal: ordinal,
       requests: setMap(state.requests, requestId, { id, kind, callID: request.tool_use_id })
-    }
+    })
   }
   if (request.subtype === "elicitation") {
     const { id, ordinal } = mint(state, "que", requestId)
@@ -85,7 +84,7 @@ export const onRequest = (state: State, events: Events, requestId: string, reque
       sessionID: state.sessionID,
       questions: [{ question: request.message, header: request.mcp_server_name, options: [] }]
     }))
-    return { ...state, requestOrdinal: ordinal, requests: setMap(state.requests, requestId, { id, kind: "question", callID: undefined }) }
+    return update(state, { requestOrdinal: ordinal, requests: setMap(state.requests, requestId, { id, kind: "question", callID: undefined }) })
   }
   return state
 }
@@ -110,5 +109,5 @@ export const onAnswer = (state: State, events: Events, requestId: string, answer
   } else {
     events.push(Canonical.event("question.rejected", { sessionID, requestID: request.id }))
   }
-  return { ...state, requests: deleteMap(state.requests, requestId) }
+  return update(state, { requests: deleteMap(state.requests, requestId) })
 }

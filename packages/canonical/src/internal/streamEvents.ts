@@ -8,7 +8,7 @@ import { Canonical, CliMessage } from "@skein/protocol"
 import type { BlockStart } from "./messages.js"
 import { closeBlock, finishAssistant, openAssistant, openBlock, usageOf } from "./messages.js"
 import type { Events, State } from "./state.js"
-import { setMap } from "./state.js"
+import { setMap, update, updateBlock, updateMessage } from "./state.js"
 
 /** `now` (epoch ms) dates the message a `message_start` opens: the CLI stamps it only once it is whole. */
 export const onStreamEvent = (state: State, events: Events, message: CliMessage.StreamEvent, now: number): State => {
@@ -48,21 +48,30 @@ const onMessageStart = (state: State, events: Events, event: Anthropic.MessageSt
   })
 }
 
+const startOf = (index: number, kind: BlockStart["kind"], redacted: boolean, callID: string, tool: string): BlockStart => ({
+  index,
+  text: "",
+  redacted,
+  callID,
+  tool,
+  input: {},
+  kind
+})
+
 export const blockStart = (index: number, block: Anthropic.ContentBlock): BlockStart | undefined => {
-  const empty = { index, text: "", redacted: false, callID: "", tool: "", input: {} }
   switch (block.type) {
     case "text":
-      return { ...empty, kind: "text" }
+      return startOf(index, "text", false, "", "")
     case "thinking":
-      return { ...empty, kind: "reasoning" }
+      return startOf(index, "reasoning", false, "", "")
     case "redacted_thinking":
-      return { ...empty, kind: "reasoning", redacted: true }
+      return startOf(index, "reasoning", true, "", "")
     case "tool_use":
     case "server_tool_use":
     case "mcp_tool_use": {
       const id = Reflect.get(block, "id")
       const name = Reflect.get(block, "name")
-      return { ...empty, kind: "tool", callID: typeof id === "string" ? id : `block-${index}`, tool: typeof name === "string" ? name : block.type }
+      return startOf(index, "tool", false, typeof id === "string" ? id : `block-${index}`, typeof name === "string" ? name : block.type)
     }
     default:
       return undefined
@@ -115,19 +124,17 @@ const onBlockDelta = (state: State, events: Events, event: Anthropic.ContentBloc
     field,
     delta: text
   }))
-  const next = { ...block, text: block.text + text }
-  return { ...state, message: { ...message, blocks: setMap(message.blocks, event.index, next) } }
+  const next = updateBlock(block, { text: block.text + text })
+  return update(state, { message: updateMessage(message, { blocks: setMap(message.blocks, event.index, next) }) })
 }
 
 const onMessageDelta = (state: State, event: Anthropic.MessageDeltaEvent): State => {
   const message = state.message
   if (message === undefined) return state
-  return {
-    ...state,
-    message: {
-      ...message,
+  return update(state, {
+    message: updateMessage(message, {
       usage: usageOf(event.usage, message.usage),
       stopReason: event.delta.stop_reason ?? message.stopReason
-    }
-  }
+    })
+  })
 }

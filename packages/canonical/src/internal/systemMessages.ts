@@ -8,7 +8,7 @@ import type { CliMessage } from "@skein/protocol"
 import { Canonical } from "@skein/protocol"
 import { finishAssistant, flushCompaction } from "./messages.js"
 import type { Events, State, TaskSeen } from "./state.js"
-import { field, numberField, stringField } from "./state.js"
+import { field, numberField, stringField, update } from "./state.js"
 
 const taskStatus = (status: string): Canonical.TaskStatus =>
   status === "completed" ? "completed" : status === "killed" || status === "stopped" ? "stopped" : "failed"
@@ -21,7 +21,7 @@ const noUsage: Canonical.TaskUsage = { total_tokens: 0, tool_uses: 0, duration_m
 const seen = (state: State, taskID: string): TaskSeen =>
   state.tasks.get(taskID) ?? { description: "", toolUseID: undefined, usage: noUsage, completed: false }
 
-const withTask = (state: State, taskID: string, task: TaskSeen): State => ({ ...state, tasks: new Map(state.tasks).set(taskID, task) })
+const withTask = (state: State, taskID: string, task: TaskSeen): State => update(state, { tasks: new Map(state.tasks).set(taskID, task) })
 
 /**
  * `task_updated`: a patch of what changed. A status on its way is a
@@ -111,7 +111,7 @@ export const onRetry = (
       next: retry.now + retry.delayMs
     }
   }))
-  return { ...state, pendingRetries: [...state.pendingRetries, { attempt: retry.attempt, error: retry.error, created: state.clock }] }
+  return update(state, { pendingRetries: [...state.pendingRetries, { attempt: retry.attempt, error: retry.error, created: state.clock }] })
 }
 
 /**
@@ -124,7 +124,7 @@ export const onCompaction = (
   boundary: { readonly uuid: string; readonly auto: boolean; readonly summaryFollows: boolean }
 ): State => {
   const open = flushCompaction(state.message === undefined ? state : finishAssistant(state, events), events)
-  const pending = { ...open, pendingCompaction: { uuid: boundary.uuid, auto: boundary.auto }, compacting: false }
+  const pending = update(open, { pendingCompaction: { uuid: boundary.uuid, auto: boundary.auto }, compacting: false })
   return boundary.summaryFollows ? pending : flushCompaction(pending, events)
 }
 
@@ -132,16 +132,15 @@ export const onSystem = (state: State, events: Events, message: CliMessage.Syste
   const sessionID = state.sessionID
   switch (message.subtype) {
     case "init": {
-      const next = { ...state, model: message.model, permissionMode: message.permissionMode, cwd: state.options.cwd ?? message.cwd }
+      const next = update(state, { model: message.model, permissionMode: message.permissionMode, cwd: state.options.cwd ?? message.cwd })
       events.push(Canonical.event("session.updated", { info: sessionInfo(next) }))
       return next
     }
     case "status": {
-      const next = {
-        ...state,
+      const next = update(state, {
         compacting: message.status === "compacting",
         permissionMode: message.permissionMode ?? state.permissionMode
-      }
+      })
       events.push(Canonical.event("session.updated", { info: sessionInfo(next) }))
       if (message.compact_error !== undefined) {
         events.push(Canonical.event("session.error", {
@@ -323,5 +322,5 @@ export const onResult = (state: State, events: Events, result: CliMessage.Result
       cache: { read: result.usage.cache_read_input_tokens ?? 0, write: result.usage.cache_creation_input_tokens ?? 0 }
     }
   }))
-  return aborted ? { ...open, aborted: true } : open
+  return aborted ? update(open, { aborted: true }) : open
 }

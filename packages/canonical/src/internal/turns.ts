@@ -10,11 +10,12 @@ import { closeBlock, finishAssistant, flushCompaction, partUpdated } from "./mes
 import * as NativeTools from "./nativeTools.js"
 import { showQueued } from "./prompts.js"
 import type { Events, State } from "./state.js"
+import { update } from "./state.js"
 
 export const onTurnStarted = (state: State, events: Events): State => {
   if (state.busy) return state
   events.push(Canonical.event("session.status", { sessionID: state.sessionID, status: { type: "busy" } }))
-  return { ...state, busy: true }
+  return update(state, { busy: true })
 }
 
 /** Closes every open part: the open message's blocks and step, then tools still waiting for results. */
@@ -37,7 +38,7 @@ export const closeOpen = (state: State, events: Events, reason: string): State =
       )
     ))
   }
-  return { ...next, tools: new Map(), pendingRetries: [] }
+  return update(next, { tools: new Map(), pendingRetries: [] })
 }
 
 /**
@@ -46,16 +47,15 @@ export const closeOpen = (state: State, events: Events, reason: string): State =
  */
 export const onTurnEnded = (state: State, events: Events, options: { readonly interrupted: boolean }): State => {
   const interrupted = options.interrupted || state.aborted
-  const marked = interrupted ? { ...state, interrupted: true } : state
-  const next = {
-    ...closeOpen(marked, events, interrupted ? "interrupted" : "the turn ended without a tool result"),
+  const marked = interrupted ? update(state, { interrupted: true }) : state
+  const next = update(closeOpen(marked, events, interrupted ? "interrupted" : "the turn ended without a tool result"), {
     aborted: false,
     interrupted: false
-  }
+  })
   if (!next.busy) return next
   events.push(Canonical.event("session.status", { sessionID: next.sessionID, status: { type: "idle" } }))
   events.push(Canonical.event("session.idle", { sessionID: next.sessionID }))
-  return showQueued({ ...next, busy: false }, events)
+  return showQueued(update(next, { busy: false }), events)
 }
 
 /** The input ended (the CLI exited, or a capture ran out): close everything as an interrupt would. */

@@ -8,7 +8,7 @@ import type { UserContent } from "./messages.js"
 import { finishAssistant, flushCompaction, openUser, partUpdated, tickUser } from "./messages.js"
 import * as NativeTools from "./nativeTools.js"
 import type { Events, OpenTool, State } from "./state.js"
-import { deleteMap, field } from "./state.js"
+import { deleteMap, field, update } from "./state.js"
 
 export interface WholeUser {
   readonly message: Anthropic.MessageParam
@@ -26,7 +26,7 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     ? [{ type: "text", text: content }]
     : content
   // The CLI's interrupt marker follows the reply it cut short, on stdout and in the transcript alike.
-  const marked = isInterruptMarker(blocks) ? { ...state, interrupted: true } : state
+  const marked = isInterruptMarker(blocks) ? update(state, { interrupted: true }) : state
   // A whole (not streamed) assistant message ends where the next user message begins.
   let next = marked.message !== undefined && !marked.message.streamed ? finishAssistant(marked, events) : marked
   const contents: Array<UserContent> = []
@@ -42,8 +42,8 @@ export const onUser = (state: State, events: Events, user: WholeUser): State => 
     }
   }
   if (contents.length === 0) return next
-  const prompt = isPrompt(user, contents.flatMap((c) => (c.type === "text" ? [c.text] : [])))
-  if (prompt) next = { ...next, interrupted: false }
+  const prompt = isPrompt(user, firstText(contents))
+  if (prompt) next = update(next, { interrupted: false })
   // What the CLI prints itself is stamped alike on stdout and in the transcript: it ticks the clock.
   if (!prompt) next = flushCompaction(tickUser(next, user.timestamp), events)
   const created = user.timestamp ?? next.clock
@@ -86,8 +86,13 @@ const isInterruptMarker = (blocks: ReadonlyArray<Anthropic.ContentBlock>): boole
   blocks.some((block) => block.type === "text" && "text" in block && typeof block.text === "string" && block.text.startsWith(interruptMarker))
 
 /** A prompt (what the user typed, a slash command) rather than a message the CLI made. */
-const isPrompt = (user: WholeUser, texts: ReadonlyArray<string>): boolean =>
-  !user.synthetic && !cliMarkers.some((marker) => texts[0]?.startsWith(marker) === true)
+const isPrompt = (user: WholeUser, text: string | undefined): boolean =>
+  !user.synthetic && !cliMarkers.some((marker) => text?.startsWith(marker) === true)
+
+const firstText = (contents: ReadonlyArray<UserContent>): string | undefined => {
+  for (const content of contents) if (content.type === "text") return content.text
+  return undefined
+}
 
 const outputOf = (block: Anthropic.ToolResultBlock): string => {
   const content = block.content
@@ -133,7 +138,7 @@ const completeTool = (state: State, events: Events, block: Anthropic.ToolResultB
           }
     )
   ))
-  return inferReply({ ...state, tools: deleteMap(state.tools, block.tool_use_id) }, events, block)
+  return inferReply(update(state, { tools: deleteMap(state.tools, block.tool_use_id) }), events, block)
 }
 
 /**
@@ -154,7 +159,7 @@ const inferReply = (state: State, events: Events, block: Anthropic.ToolResultBlo
         ? Canonical.event("question.rejected", { sessionID: state.sessionID, requestID: request.id })
         : Canonical.event("question.replied", { sessionID: state.sessionID, requestID: request.id, answers: [] })
     )
-    return { ...state, requests: deleteMap(state.requests, requestId) }
+    return update(state, { requests: deleteMap(state.requests, requestId) })
   }
   return state
 }
