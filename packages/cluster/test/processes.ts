@@ -5,6 +5,7 @@
 import { TsChild } from "@skein/testkit"
 import { Effect } from "effect"
 import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { RunnerConfig } from "./runner.js"
 
@@ -48,11 +49,46 @@ export const spawnRunner = (config: RunnerConfig) =>
     (runner) => kill(runner)
   )
 
-/** SIGKILL, as a machine that dies; waits for the exit. */
+/** Pids of every live descendant of `pid` (the CLIs a runner started run in process groups of their own). */
+const descendants = (pid: number): ReadonlyArray<number> => {
+  const children = new Map<number, Array<number>>()
+  for (const name of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      // The parent pid is the 2nd field after the command, which is in parentheses and may hold spaces.
+      const stat = Fs.readFileSync(`/proc/${name}/stat`, "utf8")
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)])
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: Array<number> = []
+  const visit = (p: number) => (children.get(p) ?? []).forEach((c) => (out.push(c), visit(c)))
+  visit(pid)
+  return out
+}
+
+/**
+ * SIGKILL, as a machine that dies: the runner and every process it started
+ * (its CLIs would otherwise live on, still talking to the model); waits for
+ * the runner's exit.
+ */
 export const kill = (runner: RunnerProcess) =>
   Effect.async<void>((resume) => {
     if (runner.child.exitCode !== null || runner.child.signalCode !== null) return resume(Effect.void)
-    runner.child.once("exit", () => resume(Effect.void))
+    const tree = runner.child.pid === undefined ? [] : descendants(runner.child.pid)
+    // The CLIs only once the runner is gone: a runner that saw its CLI die first would answer the turn's prompt.
+    runner.child.once("exit", () => {
+      for (const pid of tree) {
+        try {
+          process.kill(pid, "SIGKILL")
+        } catch {
+          // exited already
+        }
+      }
+      resume(Effect.void)
+    })
     runner.child.kill("SIGKILL")
   })
 
