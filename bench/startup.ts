@@ -52,15 +52,13 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
-import * as Url from "node:url"
+import { isSdkMessage, loadQuery, type QueryFunction } from "./support/agentSdk.js"
 import { inheritedEnv, processesIn, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 20)
 /** Where FakeModel runs: a process of its own (the default), or this one (`--model-in-process`, how the bench measured before). */
 const modelInProcess = process.argv.includes("--model-in-process")
 const prompt = "Say hello"
-/** The SDK release that bundles CLI 2.1.332 (its package.json says so in `claudeCodeVersion`). */
-const sdkVersion = "0.3.332"
 
 // --- setup -------------------------------------------------------------------
 
@@ -90,52 +88,11 @@ const settle = async (d: RunDirs): Promise<void> => {
   }
 }
 
-// --- the SDK, installed on demand -------------------------------------------
-
-interface SdkMessage {
-  readonly type: string
-  readonly subtype?: string | undefined
-}
-
-interface SdkQuery extends AsyncIterable<unknown> {
-  readonly close: () => void
-}
-
-type QueryFunction = (params: {
-  readonly prompt: AsyncIterable<unknown>
-  readonly options: { readonly [key: string]: unknown }
-}) => SdkQuery
-
-const isQueryFunction = (u: unknown): u is QueryFunction => typeof u === "function"
-
-const isSdkMessage = (u: unknown): u is SdkMessage =>
-  typeof u === "object" && u !== null && "type" in u && typeof u.type === "string"
+// --- the SDK, installed on demand (bench/support/agentSdk.ts) ---------------
 
 const loadSdk = async (): Promise<QueryFunction> => {
-  const dir = Path.join(Os.tmpdir(), `skein-bench-agent-sdk-${sdkVersion}`)
-  const pkg = Path.join(dir, "node_modules", "@anthropic-ai", "claude-agent-sdk")
-  if (!Fs.existsSync(Path.join(pkg, "sdk.mjs"))) {
-    console.log(`installing @anthropic-ai/claude-agent-sdk@${sdkVersion} into ${dir} …`)
-    // The CLI comes from this repository, so the SDK's platform binaries (optional) are left out.
-    ChildProcess.execFileSync("npm", [
-      "install",
-      "--prefix",
-      dir,
-      `@anthropic-ai/claude-agent-sdk@${sdkVersion}`,
-      "--omit=optional",
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error"
-    ], { stdio: "inherit" })
-  }
-  const manifest: unknown = JSON.parse(Fs.readFileSync(Path.join(pkg, "package.json"), "utf8"))
-  const bundled = typeof manifest === "object" && manifest !== null && "claudeCodeVersion" in manifest
-    ? manifest.claudeCodeVersion
-    : undefined
-  if (bundled !== cliVersion) console.log(`note: the SDK was built for CLI ${String(bundled)}, the CLI here is ${String(cliVersion)}`)
-  const module: unknown = await import(Url.pathToFileURL(Path.join(pkg, "sdk.mjs")).href)
-  const query = typeof module === "object" && module !== null && "query" in module ? module.query : undefined
-  if (!isQueryFunction(query)) throw new Error(`no query() in ${pkg}`)
+  const { bundledCli, query } = await loadQuery()
+  if (bundledCli !== cliVersion) console.log(`note: the SDK was built for CLI ${String(bundledCli)}, the CLI here is ${String(cliVersion)}`)
   return query
 }
 
