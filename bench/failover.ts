@@ -21,16 +21,7 @@ import type { RunnerConfig } from "../packages/cluster/test/runner.js"
 const rounds = Number(process.argv[2] ?? 10)
 const token = "bench-token-0123456789"
 
-const call = (url: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
+const call = (url: string) => Processes.api(url, token)
 
 const hasTranscript = (configDir: string, cliSessionId: string) => {
   const projects = Path.join(configDir, "projects")

@@ -32,16 +32,7 @@ const prompts = Number(process.argv[2] ?? 30)
 const rounds = Number(process.argv[3] ?? 3)
 const token = "bench-token-0123456789"
 
-const call = (url: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
+const call = (url: string) => Processes.api(url, token)
 
 /** How many stand-in CLIs a runner process runs (its children). */
 const standIns = (runner: Processes.RunnerProcess) => {

@@ -15,16 +15,7 @@ import * as Processes from "./processes.js"
 
 const token = "cluster-token-0123456789"
 
-const api = (url: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
+const api = (url: string) => Processes.api(url, token)
 
 describe("a single runner over sqlite, restarted", () => {
   it.scopedLive("SIGKILL mid-turn, restart: RunnerLost on the reconnected SSE client, then the session goes on with its history", () =>

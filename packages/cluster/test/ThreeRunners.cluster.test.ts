@@ -20,16 +20,7 @@ import * as Processes from "./processes.js"
 
 const token = "cluster-token-0123456789"
 
-const api = (url: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  return text === "" ? undefined : JSON.parse(text)
-}
+const api = (url: string) => Processes.api(url, token)
 
 /** The transcripts (JSONL of the main chain) under a config dir, by CLI session id. */
 const transcriptOf = (configDir: string, cliSessionId: string) => {

@@ -157,3 +157,15 @@ export const errorName = (frame: Frame): string | undefined => {
     ? error.name
     : undefined
 }
+
+/** A JSON call to a runner's HTTP API with the bearer token; the parsed answer, or an Error naming the status. */
+export const api = (url: string, token: string) => async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const text = await response.text()
+  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
+  return text === "" ? undefined : JSON.parse(text)
+}
