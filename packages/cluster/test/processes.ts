@@ -46,7 +46,7 @@ export const spawnRunner = (config: RunnerConfig) =>
         }
       })
     }).pipe(Effect.timeoutFail({ duration: "90 seconds", onTimeout: () => new Error("the runner did not listen within 90 s") })),
-    (runner) => kill(runner)
+    release
   )
 
 /** Pids of every live descendant of `pid` (the CLIs a runner started run in process groups of their own). */
@@ -69,28 +69,35 @@ const descendants = (pid: number): ReadonlyArray<number> => {
   return out
 }
 
+const signal = (pids: ReadonlyArray<number>, name: NodeJS.Signals) => {
+  for (const p of pids) {
+    try {
+      process.kill(p, name)
+    } catch {
+      // exited already
+    }
+  }
+}
+
+/** What each killed runner had started: killed when the runner's scope closes. */
+const orphans = new WeakMap<RunnerProcess, ReadonlyArray<number>>()
+
 /**
- * SIGKILL, as a machine that dies: the runner and every process it started
- * (its CLIs would otherwise live on, still talking to the model); waits for
- * the runner's exit.
+ * SIGKILL, as a machine that dies; waits for the exit. The CLIs it started
+ * live on until the runner's scope closes (`release`): killed with it, a CLI
+ * that died first was seen and answered for by its runner in some runs.
  */
 export const kill = (runner: RunnerProcess) =>
   Effect.async<void>((resume) => {
     if (runner.child.exitCode !== null || runner.child.signalCode !== null) return resume(Effect.void)
-    const tree = runner.child.pid === undefined ? [] : descendants(runner.child.pid)
-    // The CLIs only once the runner is gone: a runner that saw its CLI die first would answer the turn's prompt.
-    runner.child.once("exit", () => {
-      for (const pid of tree) {
-        try {
-          process.kill(pid, "SIGKILL")
-        } catch {
-          // exited already
-        }
-      }
-      resume(Effect.void)
-    })
+    if (runner.child.pid !== undefined) orphans.set(runner, descendants(runner.child.pid))
+    runner.child.once("exit", () => resume(Effect.void))
     runner.child.kill("SIGKILL")
   })
+
+/** The runner killed, then whatever it started (else a CLI mid-reply holds the model server open for minutes). */
+const release = (runner: RunnerProcess) =>
+  Effect.zipRight(kill(runner), Effect.sync(() => signal(orphans.get(runner) ?? [], "SIGKILL")))
 
 export interface Frame {
   readonly id: string
