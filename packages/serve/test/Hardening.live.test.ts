@@ -68,7 +68,17 @@ describe("the session registry's edges with the real CLI", () => {
 
   it.scopedLive("a failed event-log write in the live pump is a session.error, and the session stops; the next prompt resumes it", () =>
     Effect.gen(function*() {
-      const model = yield* FakeModel.make({ replies: [FakeModel.text("Before the fault."), FakeModel.text("Lost to the fault."), FakeModel.text("After it.")] })
+      // Each reply answers its own prompt: whether the CLI asked for the second
+      // one before it was stopped is a race the test must not depend on.
+      const answers = (prompt: string): FakeModel.RequestMatch => (request) =>
+        FakeModel.isConversation(request) && FakeModel.promptOf(request).split("\n").some((line) => line.trim() === prompt)
+      const model = yield* FakeModel.make({
+        replies: [
+          FakeModel.matching(FakeModel.text("Before the fault."), answers("one")),
+          FakeModel.matching(FakeModel.text("Lost to the fault."), answers("two")),
+          FakeModel.matching(FakeModel.text("After it."), answers("three"))
+        ]
+      })
       const dirs = yield* ClaudeCli.offlineDirs("skein-serve-")
       // The real log, whose next write of a part fails once, as a full disk would.
       const failNext = yield* Ref.make(false)
