@@ -46,6 +46,29 @@ const serveOverStore = (store: "sqlite" | "postgres") => ({
   }
 })
 
+/**
+ * serve's suite again over @skein/cluster's registry (`SKEIN_SERVE_REGISTRY=cluster`,
+ * see `packages/serve/test/harness.ts`): sessions as entities of a single
+ * runner over a sqlite file, the edge's registry the cluster's. The files that
+ * start a server, without the units, the store's own tests and the two stress
+ * files, as `serve-sqlite`.
+ */
+const serveOverCluster = {
+  extends: true as const,
+  test: {
+    name: "serve-cluster",
+    include: ["packages/serve/test/**/*.test.ts"],
+    exclude: [
+      "**/node_modules/**",
+      ...heavy,
+      "packages/serve/test/Store*.test.ts",
+      "packages/serve/test/{subscriberBuffer,pendingFrames,sse,knownSessions,framesChunking}.test.ts",
+      "packages/serve/test/{Replay,Backpressure}.test.ts"
+    ],
+    env: { ...sourceEnv, SKEIN_SERVE_REGISTRY: "cluster" }
+  }
+}
+
 export default defineConfig({
   ...sourceConditions,
   test: {
@@ -64,7 +87,8 @@ export default defineConfig({
           exclude: ["**/node_modules/**", ...heavy]
         }
       },
-      serveOverStore("sqlite")
+      serveOverStore("sqlite"),
+      serveOverCluster
     ]
   }
 })

@@ -39,18 +39,30 @@ export interface Options extends Serve.Options {
 }
 
 /**
+ * This runner's name in the ask ledger, whose open asks from an earlier run
+ * it closes at start: a socket runner's address (unique among live runners,
+ * so runners on one machine leave each other's asks alone); a single runner
+ * is the only one on its database, and keeps the machine's hostname.
+ *
+ * @since 0.1.0
+ */
+export const askHostOf = (runner: Runner): string | undefined =>
+  runner._tag === "Socket" ? `runner-${runner.options.runnerAddress.host}:${runner.options.runnerAddress.port}` : undefined
+
+/**
  * @since 0.1.0
  */
 export const layer = (options: Options) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const roots = yield* Effect.forEach(options.roots, (root) => fs.realPath(root))
+    const askHost = askHostOf(options.runner)
     const base = Layer.mergeAll(
       ServerEvents.layer({ dir: Path.join(options.stateDir, "events") }),
       PermissionBroker.layer({ timeout: options.permissionTimeout }),
       SessionCatalog.layer,
       TranscriptMirror.layer,
-      AskLedger.layer(),
+      AskLedger.layer({ hostName: askHost }),
       TurnLedger.layer
     )
     const sessions = RunnerSessions.layer({
@@ -60,7 +72,8 @@ export const layer = (options: Options) =>
       legacy: options.legacy,
       idleTimeout: options.idleTimeout,
       silenceTimeout: options.silenceTimeout,
-      questionTimeout: options.permissionTimeout
+      questionTimeout: options.permissionTimeout,
+      askHost
     })
     const runner = options.runner._tag === "Single" ? ClusterRunner.single(options.runner.options) : ClusterRunner.socket(options.runner.options)
     return Server.layer({

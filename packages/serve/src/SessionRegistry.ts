@@ -121,6 +121,12 @@ export interface Options {
    * Cluster runners use it to host a session created through another one.
    */
   readonly known?: ((sessionID: string) => Effect.Effect<Option.Option<KnownSession>>) | undefined
+  /**
+   * This host's name in the store's ask ledger, whose asks left open by an
+   * earlier run are closed at start. Default the machine's hostname; cluster
+   * runners on one machine each give their own (the runner's address).
+   */
+  readonly askHost?: string | undefined
 }
 
 /** A session as a shared catalog knows it (see `Options.known`). */
@@ -447,7 +453,7 @@ export const make = Effect.fn("SessionRegistry.make")(function*(options: Options
   const events = yield* ServerEvents
   const broker = yield* PermissionBroker
   const index = yield* SessionIndex.make.pipe(Effect.provide(TranscriptLayout.layer(options.configDir)))
-  const store = Option.getOrUndefined(yield* SessionStore.fromContext)
+  const store = Option.getOrUndefined(yield* SessionStore.fromContext(options.askHost))
   const catalog = confined(shared(makeKnownSessions(index, options.configDir, store?.catalog), options.known), options.roots)
   const questions = Questions.make(options.questionTimeout ?? Permissions.defaultTimeout)
   const settle = options.settle ?? Duration.seconds(10)

@@ -17,18 +17,19 @@ export interface SessionStore {
   readonly asks: AskLedger.AskLedger["Type"]
 }
 
-/** The store's parts, if a `SqlStore` is in context. */
-export const fromContext: Effect.Effect<Option.Option<SessionStore>> = Effect.flatMap(
-  Effect.serviceOption(SqlStore.SqlStore),
-  Option.match({
-    onNone: () => Effect.succeedNone,
-    onSome: (store) =>
-      Effect.all({ mirror: TranscriptMirror.make, catalog: SessionCatalog.make, asks: AskLedger.make() }).pipe(
-        Effect.provideService(SqlStore.SqlStore, store),
-        Effect.map(Option.some)
-      )
-  })
-)
+/** The store's parts, if a `SqlStore` is in context; `askHost` names this host in the ask ledger (default the machine's). */
+export const fromContext = (askHost?: string): Effect.Effect<Option.Option<SessionStore>> =>
+  Effect.flatMap(
+    Effect.serviceOption(SqlStore.SqlStore),
+    Option.match({
+      onNone: () => Effect.succeedNone,
+      onSome: (store) =>
+        Effect.all({ mirror: TranscriptMirror.make, catalog: SessionCatalog.make, asks: AskLedger.make({ hostName: askHost }) }).pipe(
+          Effect.provideService(SqlStore.SqlStore, store),
+          Effect.map(Option.some)
+        )
+    })
+  )
 
 /** The session an ask belongs to: its announced `sessionID`, else the served id of its CLI session. */
 const sessionOf = (ask: AskLedger.Ask) =>
