@@ -8,7 +8,8 @@
  * Questions are listed and answered across runners (`ClusterAsks`). A
  * session is busy while a turn of it is open in the `TurnLedger`, on any
  * runner, or while this runner's registry says so (a summary); the running
- * CLIs are this runner's and those with an open turn anywhere.
+ * CLIs are every runner's (each publishes its own, `RunningSessions`) and
+ * those with an open turn anywhere.
  *
  * @since 0.1.0
  */
@@ -21,6 +22,7 @@ import * as Layer from "effect/Layer"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import { ClusterAsks } from "./ClusterAsks.js"
+import { RunningSessions } from "./internal/runningSessions.js"
 import { RunnerSessions } from "./RunnerSessions.js"
 import { SessionEntity } from "./SessionEntity.js"
 import { TurnLedger } from "./TurnLedger.js"
@@ -77,6 +79,7 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
   const client = yield* SessionEntity.client
   const asks = yield* ClusterAsks
   const turns = yield* TurnLedger
+  const running = yield* RunningSessions
 
   /** Sessions with an open turn anywhere; none when the ledger fails (this runner's own still show). */
   const busy = Effect.catchAll(turns.busy, (error) => Effect.as(Effect.logWarning("reading the open turns", error), []))
@@ -179,7 +182,7 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
       for (const id of anywhere) out[id] = { type: "busy" }
       return out
     }),
-    running: Effect.map(Effect.zip(local.running, busy), ([here, anywhere]) => [...new Set([...here, ...anywhere])]),
+    running: Effect.map(Effect.zip(running.all, busy, { concurrent: true }), ([live, turning]) => [...new Set([...live, ...turning])]),
     stop: (sessionID) => Effect.ignore(client(sessionID).Stop()),
     questions: asks.questions,
     answer: asks.answer

@@ -18,6 +18,7 @@ import * as Path from "node:path"
 import * as ClusterAsks from "./ClusterAsks.js"
 import * as ClusterRegistry from "./ClusterRegistry.js"
 import * as ClusterRunner from "./ClusterRunner.js"
+import * as RunningSessions from "./internal/runningSessions.js"
 import * as RunnerSessions from "./RunnerSessions.js"
 import * as SessionHost from "./SessionHost.js"
 import * as TurnLedger from "./TurnLedger.js"
@@ -89,6 +90,7 @@ export const layer = (options: Options) =>
       // The routes' broker answers and lists every runner's asks; the runner's CLIs keep its own.
       Layer.provide(ClusterAsks.brokerLayer),
       Layer.provideMerge(ClusterRegistry.layer({ roots })),
+      Layer.provide(RunningSessions.layer()),
       Layer.provideMerge(ClusterAsks.layer),
       Layer.provideMerge(SessionHost.layer({ idleTimeout: options.idleTimeout })),
       // Built after the runner's sessions, closed before them: entities stop their CLIs through the registry.
