@@ -32,6 +32,8 @@ export interface RunnerConfig {
   readonly standIn?: boolean | undefined
   /** `local`: serve's in-process registry over the same database, no cluster. Default `cluster`. */
   readonly registry?: "cluster" | "local" | undefined
+  /** `--bare` (default true); `AskUserQuestion` exists only without it. */
+  readonly bare?: boolean | undefined
 }
 
 const config: RunnerConfig = JSON.parse(process.argv[2]!)
@@ -45,7 +47,7 @@ const options: Serve.Options = {
   stateDir: Path.join(config.configDir, "skein", "serve"),
   session: {
     env: ClaudeCli.isolatedEnv({ baseUrl: config.modelUrl, configDir: config.configDir, tmpDir: config.tmpDir }),
-    bare: true,
+    bare: config.bare ?? true,
     stopTimeouts: { stdinGrace: "500 millis", termGrace: "500 millis" },
     ...(config.standIn === true ? { executable: standIn.command, executableArgs: standIn.args } : {})
   }
