@@ -92,11 +92,12 @@ const program = Effect.gen(function*() {
   }
   const clusterDb = Redacted.value(yield* pg.database("hop_cluster"))
   const localDb = Redacted.value(yield* pg.database("hop_local"))
+  // One after the other: runners that start together race in the migrations of the shared schema.
   const [a, b, local] = yield* Effect.all([
     Processes.spawnRunner(configFor("a", clusterDb, { runnerPort: 34731 })),
     Processes.spawnRunner(configFor("b", clusterDb, { runnerPort: 34732 })),
     Processes.spawnRunner(configFor("local", localDb, { registry: "local" }))
-  ], { concurrency: "unbounded" })
+  ])
   // Let the two runners share the shards out before sessions are placed.
   yield* Effect.sleep("5 seconds")
 
