@@ -90,7 +90,7 @@ export const layer = (options: Options) =>
       // The routes' broker answers and lists every runner's asks; the runner's CLIs keep its own.
       Layer.provide(ClusterAsks.brokerLayer),
       Layer.provideMerge(ClusterRegistry.layer({ roots })),
-      Layer.provide(RunningSessions.layer()),
+      Layer.provide(options.runner._tag === "Single" ? RunningSessions.layerSingle : RunningSessions.layer()),
       Layer.provideMerge(ClusterAsks.layer),
       Layer.provideMerge(SessionHost.layer({ idleTimeout: options.idleTimeout })),
       // Built after the runner's sessions, closed before them: entities stop their CLIs through the registry.

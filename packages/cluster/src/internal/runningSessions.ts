@@ -100,3 +100,9 @@ export const make = Effect.fn("RunningSessions.make")(function*(options: Options
 
 export const layer = (options?: Options): Layer.Layer<RunningSessions, SqlStoreError.StoreFailed, SqlStore.SqlStore | RunnerSessions> =>
   Layer.scoped(RunningSessions, make(options))
+
+/** A single runner is the whole cluster: its own live sessions are all there are, and nothing is published. */
+export const layerSingle: Layer.Layer<RunningSessions, never, RunnerSessions> = Layer.effect(
+  RunningSessions,
+  Effect.map(RunnerSessions, ({ registry }) => RunningSessions.of({ all: registry.running }))
+)
