@@ -1,5 +1,5 @@
 /**
- * `running` cluster-wide: two runners' registries over one sqlite store,
+ * `running` cluster-wide: two runners' registries over one store (sqlite, and Postgres),
  * the real CLI and FakeModel. A CLI live on runner A is listed by runner B
  * (from A's published row); once A stops, B no longer lists it; a row no
  * runner refreshes (a dead runner's) is not listed.
@@ -9,13 +9,19 @@ import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
 import { PermissionBroker, ServerEvents } from "@skein/serve"
 import { SessionCatalog, SqlStore } from "@skein/sql"
-import { ClaudeCli, FakeModel } from "@skein/testkit"
-import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
+import { ClaudeCli, FakeModel, Postgres } from "@skein/testkit"
+import { Context, Effect, Exit, Layer, Redacted, Schedule, Scope } from "effect"
 import * as Path from "node:path"
 import * as RunningSessions from "../src/internal/runningSessions.js"
 import * as RunnerSessions from "../src/RunnerSessions.js"
 
-describe("running sessions across runners", () => {
+/** The database both runners share: a sqlite file under `root`, or a throwaway Postgres. */
+const databaseFor = (backing: "sqlite" | "postgres", root: string) =>
+  backing === "sqlite"
+    ? Effect.succeed(`sqlite:${Path.join(root, "cluster.db")}`)
+    : Effect.flatMap(Effect.orDie(Postgres.start()), (pg) => Effect.map(Effect.orDie(pg.database("running")), Redacted.value))
+
+describe.each(["sqlite", "postgres"] as const)("running sessions across runners (%s)", (backing) => {
   it.scopedLive("a CLI live on one runner is listed by another until that runner stops; a stale row is not listed", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({ replies: [FakeModel.text("Live on A.")] })
@@ -25,7 +31,7 @@ describe("running sessions across runners", () => {
         PermissionBroker.layer(),
         ServerEvents.layer({ dir: Path.join(dirs.root, "events") }),
         ProcessHost.layerMemory()
-      ).pipe(Layer.provideMerge(Layer.mergeAll(SqlStore.layer(`sqlite:${Path.join(dirs.root, "cluster.db")}`), NodeContext.layer))))
+      ).pipe(Layer.provideMerge(Layer.mergeAll(SqlStore.layer(yield* databaseFor(backing, dirs.root)), NodeContext.layer))))
       const runner = (scope: Scope.Scope) =>
         Layer.buildWithScope(
           RunningSessions.layer({ interval: "200 millis", expiry: "2 seconds" }).pipe(
