@@ -2,7 +2,8 @@
  * `running` cluster-wide: two runners' registries over one store (sqlite, and Postgres),
  * the real CLI and FakeModel. A CLI live on runner A is listed by runner B
  * (from A's published row); once A stops, B no longer lists it; a row no
- * runner refreshes (a dead runner's) is not listed.
+ * runner refreshes (a dead runner's) is not listed, and the next runner to
+ * start deletes it.
  */
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
@@ -22,7 +23,7 @@ const databaseFor = (backing: "sqlite" | "postgres", root: string) =>
     : Effect.flatMap(Effect.orDie(Postgres.start()), (pg) => Effect.map(Effect.orDie(pg.database("running")), Redacted.value))
 
 describe.each(["sqlite", "postgres"] as const)("running sessions across runners (%s)", (backing) => {
-  it.scopedLive("a CLI live on one runner is listed by another until that runner stops; a stale row is not listed", () =>
+  it.scopedLive("a CLI live on one runner is listed by another until that runner stops; a stale row is not listed, and the next runner to start clears it", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({ replies: [FakeModel.text("Live on A.")] })
       const dirs = yield* ClaudeCli.offlineDirs("skein-running-")
@@ -74,5 +75,8 @@ describe.each(["sqlite", "postgres"] as const)("running sessions across runners 
       const { sql } = Context.get(context, SqlStore.SqlStore)
       yield* sql`INSERT INTO skein_cluster_running (runner, sessions, beat) VALUES ('dead', '["ses_dead"]', 0)`
       expect(yield* listedBy(b)).toEqual([])
+      // The next runner to start clears it.
+      yield* runner(yield* Effect.scope)
+      expect(yield* sql`SELECT runner FROM skein_cluster_running WHERE runner = 'dead'`).toEqual([])
     }))
 })

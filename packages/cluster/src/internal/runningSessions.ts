@@ -77,6 +77,10 @@ export const make = Effect.fn("RunningSessions.make")(function*(options: Options
       Effect.mapError(failed("publish")),
       Effect.catchAll((error) => Effect.logWarning("publishing this runner's live sessions", error))
     )
+  // Rows of runners long dead (each incarnation has its own row) are cleared as a runner starts.
+  yield* sql`DELETE FROM skein_cluster_running WHERE beat < ${now} - ${expiry * 12}`.pipe(
+    Effect.catchAll((error) => Effect.logWarning("clearing dead runners' rows", error))
+  )
   // Added before the beat, so run after it is interrupted: no beat follows the withdrawal.
   yield* Effect.addFinalizer(() =>
     sql`DELETE FROM skein_cluster_running WHERE runner = ${runner}`.pipe(
