@@ -4,6 +4,9 @@
  * session move: the transcript restored from SQL when the entity starts
  * here (the runner's registry mirrors it back before each turn's end), the
  * catalog kept current, and a turn recorded before its prompt reaches the CLI.
+ * A running turn whose shard moves to another runner is let finish (for up
+ * to `turnDrain`) before the shard is released, so a runner joining does not
+ * cut it.
  *
  * @since 0.1.0
  */
