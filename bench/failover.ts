@@ -23,11 +23,6 @@ const token = "bench-token-0123456789"
 
 const call = (url: string) => Processes.api(url, token)
 
-const hasTranscript = (configDir: string, cliSessionId: string) => {
-  const projects = Path.join(configDir, "projects")
-  return Fs.existsSync(projects) && Fs.readdirSync(projects).some((d) => Fs.existsSync(Path.join(projects, d, `${cliSessionId}.jsonl`)))
-}
-
 const stats = (xs: ReadonlyArray<number>) => {
   const sorted = [...xs].sort((a, b) => a - b)
   return { median: sorted[Math.floor(sorted.length / 2)]!, max: sorted.at(-1)! }
@@ -46,13 +41,16 @@ const program = Effect.gen(function*() {
     return { database, configDir: Path.join(root, "config"), tmpDir: Path.join(root, "tmp"), cwd, modelUrl: model.url, runnerPort: 34631 + slot, token, runner: "Socket" }
   }
   const live: Array<Processes.RunnerProcess> = yield* Effect.forEach([0, 1, 2], (slot) => Processes.spawnRunner(configFor(slot)), { concurrency: "unbounded" })
+  // Runners listen before they have seen each other: until the shards settle a session can move after its first turn.
+  yield* Processes.awaitShardsSettled(database, live)
   const times: Array<number> = []
   for (let round = 0; round < rounds; round++) {
-    // A session placed by its first prompt: the runner whose disk has its transcript hosts it.
+    // A session placed by its first prompt: the runner that ran it (the turn ledger names its pid) hosts it.
     const entry = live[round % 3]!
     const session = yield* Effect.promise(() => call(entry.url)("POST", `/session?directory=${encodeURIComponent(cwd)}`, {}))
     yield* Effect.promise(() => call(entry.url)("POST", `/session/${session.id}/message`, { parts: [{ type: "text", text: `round ${round}` }] }))
-    const slot = live.findIndex((r) => hasTranscript(r.config.configDir, session.cliSessionId))
+    const [first] = yield* Processes.turns(database, session.id)
+    const slot = live.findIndex((r) => r.child.pid === first?.pid)
     const host = live[slot]!
     const edge = live.find((r) => r !== host)!
     const watcher = Processes.subscribe(edge.url, token, cwd)
@@ -69,9 +67,8 @@ const program = Effect.gen(function*() {
     watcher.close()
     console.log(`round ${round + 1}: killed runner ${slot}, first event of the next prompt on another runner after ${(ms / 1000).toFixed(2)} s`)
     live[slot] = yield* Processes.spawnRunner(configFor(slot))
-    // Let the shards rebalance onto the new runner before the next round: a shard that moves while a
-    // turn runs cuts that turn (it ends RunnerLost on the shard's new runner).
-    yield* Effect.sleep("6 seconds")
+    // The shards rebalance onto the new runner before the next round's session is placed.
+    yield* Processes.awaitShardsSettled(database, live)
   }
   const { max, median } = stats(times)
   console.log(`failover over ${rounds} SIGKILLs: median ${(median / 1000).toFixed(2)} s (target ≤ 10 s: ${median <= 10_000 ? "met" : "NOT met"}), max ${(max / 1000).toFixed(2)} s (target ≤ 20 s: ${max <= 20_000 ? "met" : "NOT met"})`)

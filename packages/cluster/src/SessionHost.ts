@@ -4,20 +4,29 @@
  * session move: the transcript restored from SQL when the entity starts
  * here (the runner's registry mirrors it back before each turn's end), the
  * catalog kept current, and a turn recorded before its prompt reaches the CLI.
+ * A running turn whose shard moves to another runner is let finish (for up
+ * to `turnDrain`) before the shard is released, so a runner joining does not
+ * cut it.
  *
  * @since 0.1.0
  */
 import * as Entity from "@effect/cluster/Entity"
+import * as Sharding from "@effect/cluster/Sharding"
+import type * as Rpc from "@effect/rpc/Rpc"
 import { Canonical } from "@skein/protocol"
 import { PermissionBroker, ServeError, ServerEvents, type SessionRegistry } from "@skein/serve"
 import { AskLedger, SessionCatalog, type SqlStoreError, TranscriptMirror } from "@skein/sql"
-import type * as Duration from "effect/Duration"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import { RunnerLost } from "./ClusterError.js"
 import * as Asks from "./internal/asks.js"
 import { RunnerSessions } from "./RunnerSessions.js"
-import { SessionEntity } from "./SessionEntity.js"
-import { TurnLedger } from "./TurnLedger.js"
+import { type Prompt, SessionEntity } from "./SessionEntity.js"
+import * as TurnLedger from "./TurnLedger.js"
 
 /**
  * @since 0.1.0
@@ -25,6 +34,13 @@ import { TurnLedger } from "./TurnLedger.js"
 export interface Options {
   /** An entity with no request for this long passivates, and its CLI stops. Default the registry's 10 minutes. */
   readonly idleTimeout?: Duration.DurationInput | undefined
+  /**
+   * How long a running turn may go on once its shard moves to another runner
+   * (one joined and shards rebalance): it ends here with its reply, and only
+   * then is the shard released; past this it is cut, and the prompt, delivered
+   * again on the new runner, ends `RunnerLost`. Default 1 minute.
+   */
+  readonly turnDrain?: Duration.DurationInput | undefined
 }
 
 const storeFailed = (sessionID: string) => (e: SqlStoreError.StoreFailed) =>
@@ -53,11 +69,17 @@ const closeOrphanAsks = Effect.fn("SessionHost.closeOrphanAsks")(function*(cliSe
   yield* Effect.forEach(orphans, (ask) => events.publish(ask.directory, [Asks.closedEvent(ask, AskLedger.hostRestarted)]), { discard: true })
 }, Effect.catchAll((error) => Effect.logWarning("closing the asks a dead runner left open", error)))
 
-const handlers = Effect.gen(function*() {
+/** How the turn ended, for the ledger: an interruption only is a cut turn. */
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>): TurnLedger.Outcome =>
+  Exit.isSuccess(exit) ? "answered" : Cause.isInterruptedOnly(exit.cause) ? "lost" : "failed"
+
+const handlers = (options: Options) => Effect.gen(function*() {
   const address = yield* Entity.CurrentAddress
+  const sharding = yield* Sharding.Sharding
+  const turnDrain = Duration.decode(options.turnDrain ?? "1 minute")
   const sessionID: string = address.entityId
   const { configDir, registry, runner } = yield* RunnerSessions
-  const ledger = yield* TurnLedger
+  const ledger = yield* TurnLedger.TurnLedger
   const mirror = yield* TranscriptMirror.TranscriptMirror
   const catalog = yield* SessionCatalog.SessionCatalog
   const events = yield* ServerEvents.ServerEvents
@@ -98,14 +120,66 @@ const handlers = Effect.gen(function*() {
       return yield* new RunnerLost({ sessionID, messageID })
     })
 
+  /** The reply of a turn another runner answered: the assistant message answering `messageID`, as the transcript has it. */
+  const answerOf = (messageID: string) =>
+    Effect.flatMap(registry.messages(sessionID), (messages) => {
+      const replies = messages.filter((m) => m.info.role === "assistant")
+      const reply = replies.findLast((m) => m.info.role === "assistant" && m.info.parentID === messageID) ?? replies.at(-1)
+      return reply === undefined ? new RunnerLost({ sessionID, messageID }) : Effect.succeed(reply)
+    })
+
+  /**
+   * A prompt delivered again (at least once): its turn had started, here or
+   * on a runner that has gone, and is never sent to the CLI twice. Answered
+   * (its runner let it finish before its shard moved), the call gets the
+   * reply; failed, its error went out already; else (cut, or its runner died
+   * with it open) it ends `RunnerLost` now.
+   */
+  const redelivered = (messageID: string) =>
+    Effect.gen(function*() {
+      const outcome = yield* Effect.mapError(ledger.outcome(sessionID, messageID), storeFailed(sessionID))
+      if (outcome === "answered") return yield* answerOf(messageID)
+      if (outcome === "failed") return yield* new ServeError.SessionFailed({ sessionID, reason: `the turn of ${messageID} failed` })
+      // Its row closes with it: the turn is no longer anyone's.
+      return yield* Effect.ensuring(lost(messageID), Effect.ignore(ledger.end(sessionID, messageID, "lost")))
+    })
+
+  /**
+   * The entity's interruption reached a running turn. Its shard moved (a
+   * runner joined; not a shutdown, not the caller's interrupt): the turn goes
+   * on for up to `turnDrain`, and the shard is released once it has ended.
+   * Otherwise, or past that, the turn is cut.
+   */
+  const release = <A, E>(turn: Fiber.Fiber<A, E>) =>
+    Effect.gen(function*() {
+      const moving = !(yield* sharding.isShutdown) && !sharding.hasShardId(address.shardId)
+      if (moving) {
+        yield* Effect.logInfo(`${sessionID}'s shard moves: its running turn may finish first`)
+        const ended = yield* Effect.timeout(Fiber.await(turn), turnDrain).pipe(Effect.option)
+        if (Option.isSome(ended)) return
+      }
+      yield* Fiber.interrupt(turn)
+    })
+
+  /**
+   * A turn not seen before: recorded, sent to the CLI, its outcome recorded.
+   * It runs in a fiber of its own so that `release` decides whether the
+   * entity's interruption cuts it.
+   */
+  const turn = (payload: Rpc.Payload<typeof Prompt>) =>
+    registry.prompt(sessionID, payload.content, { messageID: payload.messageID, model: payload.model }).pipe(
+      Effect.onExit((exit) => Effect.zipRight(Effect.ignore(ledger.end(sessionID, payload.messageID, outcomeOf(exit))), settled))
+    )
+
   return SessionEntity.of({
     Prompt: ({ payload }) =>
       Effect.gen(function*() {
         const fresh = yield* Effect.mapError(ledger.start(sessionID, payload.messageID, runner), storeFailed(sessionID))
-        // Its row closes with it: the turn is no longer anyone's.
-        if (!fresh) return yield* Effect.ensuring(lost(payload.messageID), Effect.ignore(ledger.end(sessionID, payload.messageID)))
-        return yield* registry.prompt(sessionID, payload.content, { messageID: payload.messageID, model: payload.model }).pipe(
-          Effect.ensuring(Effect.zipRight(Effect.ignore(ledger.end(sessionID, payload.messageID)), settled))
+        if (!fresh) return yield* redelivered(payload.messageID)
+        return yield* Effect.uninterruptibleMask((restore) =>
+          // A daemon: a child fiber would be interrupted with the request, before `release` decides.
+          Effect.flatMap(Effect.forkDaemon(restore(turn(payload))), (fiber) =>
+            restore(Fiber.join(fiber)).pipe(Effect.onInterrupt(() => release(fiber))))
         )
       }).pipe(Effect.withSpan("SessionHost.prompt", { attributes: { sessionID } })),
     Abort: () => registry.abort(sessionID),
@@ -140,7 +214,7 @@ const handlers = Effect.gen(function*() {
  * @since 0.1.0
  */
 export const layer = (options: Options = {}) =>
-  SessionEntity.toLayer(handlers, {
+  SessionEntity.toLayer(handlers(options), {
     // Requests run side by side: an abort must reach a running turn; the CLI orders the turns.
     concurrency: "unbounded",
     maxIdleTime: options.idleTimeout ?? "10 minutes"

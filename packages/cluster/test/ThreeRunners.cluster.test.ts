@@ -46,11 +46,6 @@ const afterTool = (request: FakeModel.RecordedRequest) =>
     }
   })
 
-/*
- * Retried: in some runs (about one in two on a quiet machine, 2026-12-03)
- * B's client never sees the killed host's turn end RunnerLost within 90 s.
- * The cause is not found yet; see the cluster README's limits.
- */
 describe("three runners over Postgres", () => {
   it.scopedLive("sessions spread by shard; a SIGKILLed host's turn ends RunnerLost on another runner's SSE; the session goes on elsewhere", () =>
     Effect.gen(function*() {
@@ -86,6 +81,12 @@ describe("three runners over Postgres", () => {
           runner: "Socket"
         }), { concurrency: "unbounded" })
       const [a, b, c] = runners as [Processes.RunnerProcess, Processes.RunnerProcess, Processes.RunnerProcess]
+      // Where a session runs is read from where its first turn ran: only true once the shards stop moving
+      // (runners listen before they have seen each other; a shard, and the session with it, could move
+      // after its first turn, and the runner killed below would not be the one running the turn).
+      const spawnedAt = Date.now()
+      yield* Processes.awaitShardsSettled(database, runners)
+      yield* Effect.log(`shards settled ${Date.now() - spawnedAt} ms after the runners listened`)
 
       // Sessions created through A and prompted through A until one has run on each runner (placed by
       // shard: its CLI, and so its transcript, is on the disk of the runner holding the shard, and no other).
@@ -136,6 +137,7 @@ describe("three runners over Postgres", () => {
       yield* Effect.promise(() => callB("POST", `/session/${victim.id}/prompt_async`, { parts: [{ type: "text", text: "a slow second turn" }] }))
       yield* model.awaitRequest(0, (r) => FakeModel.isConversation(r) && FakeModel.promptOf(r).includes("slow"))
       yield* Effect.promise(() => watcher.until((f) => f.type === "session.status" && f.properties["sessionID"] === victim.id))
+      expect(yield* Processes.turnRunnerPid(database, victim.id)).toBe(a.child.pid) // the turn runs on the runner killed
       const killedAt = Date.now()
       yield* Processes.kill(a)
       const seen = yield* Effect.promise(() =>
@@ -170,5 +172,5 @@ describe("three runners over Postgres", () => {
       const transcript = transcriptOf(newHost.config.configDir, victim.cliSessionId)!
       expect(userPrompts(transcript, `first of ${victim.id}`)).toBe(1)
       expect(userPrompts(transcript, "third, after the crash")).toBe(1)
-    }), { timeout: 300_000, retry: 2 })
+    }), { timeout: 300_000 })
 })

@@ -2,8 +2,11 @@
  * Cluster runners as OS processes (see `runner.ts`), and a raw SSE client
  * that keeps each frame's `id:` so it can switch runners with `Last-Event-ID`.
  */
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlStore } from "@skein/sql"
 import { TsChild } from "@skein/testkit"
-import { Effect } from "effect"
+import { Effect, HashRing, Schedule } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -176,3 +179,78 @@ export const api = (url: string, token: string) => async (method: string, path: 
   if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
   return text === "" ? undefined : JSON.parse(text)
 }
+
+/** The shards of a group (the library's default, which the runners keep). */
+const shardsPerGroup = 300
+
+/**
+ * Which runner each shard of the `default` group goes to (index 0 is shard
+ * 1) while exactly `runners` are healthy: the library's own assignment, a
+ * hash ring of their addresses with weight 1.
+ */
+export const assignment = (runners: ReadonlyArray<RunnerProcess>): ReadonlyArray<RunnerProcess> => {
+  const ring = HashRing.make<RunnerAddress.RunnerAddress>()
+  for (const r of runners) HashRing.add(ring, RunnerAddress.make("127.0.0.1", r.config.runnerPort), { weight: 1 })
+  const owners = HashRing.getShards(ring, shardsPerGroup) ?? []
+  return owners.map((owner) => runners.find((r) => r.config.runnerPort === owner.port)!)
+}
+
+/** The advisory lock numbers each runner holds once settled (`SqlRunnerStorage` numbers a `default` shard 1000000 + shard). */
+const expectedLocks = (runners: ReadonlyArray<RunnerProcess>): ReadonlyArray<string> => {
+  const owners = assignment(runners)
+  return runners.map((runner) => owners.flatMap((owner, i) => (owner === runner ? [1_000_000 + i + 1] : [])).join(","))
+}
+
+/**
+ * Waits until each of `runners` holds the shard locks the cluster assigns it
+ * (Postgres only). Runners listen before they have seen each other: until
+ * then shards move between them, and a session's entity with them, so a
+ * test that reads where a session runs must wait for this first.
+ */
+export const awaitShardsSettled = (database: string, runners: ReadonlyArray<RunnerProcess>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const expected = expectedLocks(runners)
+    const held = sql<{ readonly locks: string }>`SELECT string_agg(objid::text, ',' ORDER BY objid) AS locks
+      FROM pg_locks WHERE locktype = 'advisory' AND granted GROUP BY pid`.pipe(
+      Effect.map((rows) => new Set(rows.map((row) => row.locks)))
+    )
+    yield* held.pipe(
+      Effect.filterOrFail((sets) => expected.every((locks) => sets.has(locks)), () => new Error("the shards are still moving")),
+      Effect.retry(Schedule.spaced("250 millis")),
+      Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("the runners' shards did not settle within 60 s") })
+    )
+  }).pipe(Effect.provide(SqlStore.layer(database)), Effect.orDie)
+
+/**
+ * The pid of the runner running `sessionID`'s open turn, from the turn ledger
+ * (its runner is `host/pid/incarnation`); undefined while no turn is open.
+ */
+export const turnRunnerPid = (database: string, sessionID: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ readonly runner: string }>`SELECT runner FROM skein_cluster_turns
+      WHERE session_id = ${sessionID} AND ended IS NULL`
+    const runner = rows[0]?.runner
+    return runner === undefined ? undefined : Number(runner.split("/").at(-2))
+  }).pipe(Effect.provide(SqlStore.layer(database)), Effect.orDie)
+
+/** The shard (its number in the `default` group) of a session's entity, from a message sent to it. */
+export const shardOf = (database: string, sessionID: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ readonly shard_id: string }>`SELECT shard_id FROM cluster_messages
+      WHERE entity_type = 'Session' AND entity_id = ${sessionID} LIMIT 1`
+    const shard = rows[0]?.shard_id
+    if (shard === undefined) return yield* Effect.dieMessage(`no message was sent to ${sessionID}`)
+    return Number(shard.split(":").at(-1))
+  }).pipe(Effect.provide(SqlStore.layer(database)), Effect.orDie)
+
+/** A session's turns in the turn ledger, oldest first: the pid of the runner that started each, and how it ended. */
+export const turns = (database: string, sessionID: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ readonly runner: string; readonly outcome: string | null }>`SELECT runner, outcome
+      FROM skein_cluster_turns WHERE session_id = ${sessionID} ORDER BY started`
+    return rows.map((row) => ({ pid: Number(row.runner.split("/").at(-2)), outcome: row.outcome }))
+  }).pipe(Effect.provide(SqlStore.layer(database)), Effect.orDie)

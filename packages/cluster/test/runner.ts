@@ -5,7 +5,9 @@
  * one argument is the JSON of `RunnerConfig`; it prints `listening on <url>`.
  * For benches it can run testkit's stand-in CLI instead of the real one, and
  * serve's in-process registry (no cluster) over the same database, as the
- * baseline a cluster's hop is measured against.
+ * baseline a cluster's hop is measured against. `SKEIN_CLUSTER_DEBUG=1` in
+ * the environment logs at debug level (the library's shard assignments,
+ * health checks, singletons), for a failing run's runner output.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import { NodeContext, NodeHttpServer, NodeRuntime } from "@effect/platform-node"
@@ -13,7 +15,7 @@ import { ProcessHost } from "@skein/kernel"
 import { Serve } from "@skein/serve"
 import { SqlStore } from "@skein/sql"
 import { ClaudeCli, StandInCli } from "@skein/testkit"
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect, Layer, Logger, LogLevel } from "effect"
 import { createServer } from "node:http"
 import * as Path from "node:path"
 import * as ClusterServe from "../src/ClusterServe.js"
@@ -70,4 +72,6 @@ const announce = Layer.effectDiscard(HttpServer.addressWith((address) =>
   Console.log(address._tag === "TcpAddress" ? `listening on http://127.0.0.1:${address.port}` : "listening on a socket")
 ))
 
-NodeRuntime.runMain(Layer.launch(Layer.provide(announce, server)).pipe(Effect.orDie), { disablePrettyLogger: true })
+const debug = process.env["SKEIN_CLUSTER_DEBUG"] === "1" ? Logger.minimumLogLevel(LogLevel.Debug) : Layer.empty
+
+NodeRuntime.runMain(Layer.launch(Layer.provide(announce, server)).pipe(Effect.provide(debug), Effect.orDie), { disablePrettyLogger: true })

@@ -19,6 +19,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
@@ -88,7 +89,13 @@ export const make = Effect.fn("SqlStore.make")(function*(url: StoreUrl.StoreUrl,
     Effect.provide(Reactivity.layer),
     Effect.mapError((e) => e instanceof StoreUnavailable ? e : unavailable(e))
   )
-  yield* Migrations.run.pipe(Effect.provideService(SqlClient.SqlClient, client), Effect.mapError(unavailable))
+  // Servers starting together on a fresh Postgres race to create the migrations table
+  // (the Migrator's check-then-CREATE is not atomic): the loser tries again and finds it made.
+  yield* Migrations.run.pipe(
+    Effect.provideService(SqlClient.SqlClient, client),
+    Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
+    Effect.mapError(unavailable)
+  )
   return SqlStore.of({ url, dialect: url._tag === "Sqlite" ? "sqlite" : "pg", sql: client, listen, notify })
 }) satisfies (url: StoreUrl.StoreUrl, options?: Options) => Effect.Effect<SqlStore["Type"], StoreUnavailable, Scope.Scope>
 
