@@ -17,7 +17,6 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schedule from "effect/Schedule"
 
 /**
  * @since 0.1.0
@@ -87,13 +86,7 @@ export const make = Effect.gen(function*() {
   const { sql } = yield* SqlStore.SqlStore
   const failed = (operation: string) => (cause: unknown) =>
     new SqlStoreError.StoreFailed({ operation: `turns ${operation}`, reason: SqlStoreError.reasonOf(cause) })
-  // Runners starting together race to create the migrations table (Postgres has no
-  // atomic CREATE for it in the Migrator): the loser tries again and finds it made.
-  yield* migrate.pipe(
-    Effect.provideService(SqlClient.SqlClient, sql),
-    Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-    Effect.mapError(failed("migrate"))
-  )
+  yield* migrate.pipe(Effect.provideService(SqlClient.SqlClient, sql), SqlStore.retryMigrationRace, Effect.mapError(failed("migrate")))
   return TurnLedger.of({
     start: (sessionID, messageID, runner) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>

@@ -79,6 +79,18 @@ const clientFor = (url: StoreUrl.StoreUrl, options: Options): Effect.Effect<Conn
     )
 
 /**
+ * Runs a Migrator's effect that several servers may start at once on a fresh
+ * database: the Migrator looks for its own table, then creates it, which is
+ * not atomic, so the loser fails (`relation … already exists`, or a duplicate
+ * key in Postgres's catalog). It tries again and finds the table made; the
+ * Migrator's lock on that table orders the rest.
+ *
+ * @since 0.1.0
+ */
+export const retryMigrationRace = <A, E, R>(migrate: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.retry(migrate, { times: 5, schedule: Schedule.spaced("200 millis") })
+
+/**
  * Connects and migrates in the current scope.
  *
  * @since 0.0.0
@@ -89,13 +101,7 @@ export const make = Effect.fn("SqlStore.make")(function*(url: StoreUrl.StoreUrl,
     Effect.provide(Reactivity.layer),
     Effect.mapError((e) => e instanceof StoreUnavailable ? e : unavailable(e))
   )
-  // Servers starting together on a fresh Postgres race to create the migrations table
-  // (the Migrator's check-then-CREATE is not atomic): the loser tries again and finds it made.
-  yield* Migrations.run.pipe(
-    Effect.provideService(SqlClient.SqlClient, client),
-    Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
-    Effect.mapError(unavailable)
-  )
+  yield* Migrations.run.pipe(Effect.provideService(SqlClient.SqlClient, client), retryMigrationRace, Effect.mapError(unavailable))
   return SqlStore.of({ url, dialect: url._tag === "Sqlite" ? "sqlite" : "pg", sql: client, listen, notify })
 }) satisfies (url: StoreUrl.StoreUrl, options?: Options) => Effect.Effect<SqlStore["Type"], StoreUnavailable, Scope.Scope>
 

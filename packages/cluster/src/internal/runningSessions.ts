@@ -55,13 +55,7 @@ export const make = Effect.fn("RunningSessions.make")(function*(options: Options
   const { registry: local, runner } = yield* RunnerSessions
   const failed = (operation: string) => (cause: unknown) =>
     new SqlStoreError.StoreFailed({ operation: `running sessions ${operation}`, reason: SqlStoreError.reasonOf(cause) })
-  // Runners starting together on Postgres race to create the migrator's own table (it looks, then creates):
-  // the loser tries again and finds it, and the migrator's table lock orders the rest.
-  yield* migrate.pipe(
-    Effect.provideService(SqlClient.SqlClient, sql),
-    Effect.retry({ times: 5, schedule: Schedule.spaced("200 millis") }),
-    Effect.mapError(failed("migrate"))
-  )
+  yield* migrate.pipe(Effect.provideService(SqlClient.SqlClient, sql), SqlStore.retryMigrationRace, Effect.mapError(failed("migrate")))
 
   /** The database's time in milliseconds. */
   const now = sql.literal(
