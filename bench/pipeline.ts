@@ -32,6 +32,12 @@
  * CPU in this process per item (`process.cpuUsage`) is steadier, and is what
  * skein adds on the event loop that every session of a host shares.
  *
+ * The work per item is the same on both sides: one spawn of the same
+ * stand-in, `initialize` and one user message, the turn read to its
+ * `result`, stdin closed, the exit awaited, at the same concurrency. skein
+ * passes the CLI's flags (the stand-in ignores them) and pipes stderr where
+ * the baseline ignores it: the one difference, and it counts against skein.
+ *
  * The ratio is skein's wall time over the baseline's; "overhead per item" is
  * the difference over N: everything skein does that is not the CLI's own time.
  * Rounds alternate the contenders, and the best round of each is reported too.
