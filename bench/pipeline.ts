@@ -23,6 +23,21 @@
  * `Effect.forEach` at the same concurrency, no pipeline: it splits skein's
  * overhead into the session's share and the pipeline's own.
  *
+ * kernel alone: the baseline's item (the same two lines written, stdout read
+ * up to the `result` line, stdin closed, the exit awaited) on a child of
+ * `ProcessHost.spawn` in a scope closed after the item, `Effect.forEach` at
+ * the same concurrency: the process host's share.
+ *
+ * Wall times on a shared machine swing with the other load; each contender's
+ * CPU in this process per item (`process.cpuUsage`) is steadier, and is what
+ * skein adds on the event loop that every session of a host shares.
+ *
+ * The work per item is the same on both sides: one spawn of the same
+ * stand-in, `initialize` and one user message, the turn read to its
+ * `result`, stdin closed, the exit awaited, at the same concurrency. skein
+ * passes the CLI's flags (the stand-in ignores them) and pipes stderr where
+ * the baseline ignores it: the one difference, and it counts against skein.
+ *
  * The ratio is skein's wall time over the baseline's; "overhead per item" is
  * the difference over N: everything skein does that is not the CLI's own time.
  * Rounds alternate the contenders, and the best round of each is reported too.
@@ -127,7 +142,51 @@ const sessionsOnly = Effect.gen(function*() {
   Logger.withMinimumLogLevel(LogLevel.Error)
 )
 
+// --- kernel: the baseline's item on ProcessHost -------------------------------------
+
+const utf8 = new TextDecoder()
+
+const hosted = (prompt: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const child = yield* ProcessHost.spawn({ command: cli.command, args: cli.args, cwd })
+    yield* child.write(initialize)
+    yield* child.write(`${JSON.stringify({ type: "user", message: { role: "user", content: prompt } })}\n`)
+    let buffer = ""
+    let answer: string | undefined
+    while (answer === undefined) {
+      const chunk = yield* Effect.option(child.pullStdout)
+      if (chunk._tag === "None") break
+      for (const bytes of chunk.value) buffer += utf8.decode(bytes, { stream: true })
+      const lines = buffer.split("\n")
+      buffer = lines.pop() ?? ""
+      for (const line of lines) {
+        if (answer === undefined && line.startsWith("{\"type\":\"result\"")) answer = JSON.parse(line).result
+      }
+    }
+    yield* child.closeStdin
+    yield* child.await
+    return answer === undefined ? yield* Effect.dieMessage("kernel: no result") : answer
+  }))
+
+const kernelOnly = Effect.gen(function*() {
+  const started = performance.now()
+  const answers = yield* Effect.forEach(items, hosted, { concurrency })
+  if (answers.length !== count) return yield* Effect.dieMessage("kernel: missing answers")
+  return performance.now() - started
+}).pipe(
+  Effect.provide(ProcessHost.layerMemory({ stopTimeouts: { stdinGrace: "2 seconds", termGrace: "1 second" } })),
+  Logger.withMinimumLogLevel(LogLevel.Error)
+)
+
 // --- rounds ------------------------------------------------------------------------
+
+/** Wall time and this process's CPU (user + system) per item. */
+const measure = async (run: () => Promise<number>): Promise<{ readonly wall: number; readonly cpu: number }> => {
+  const before = process.cpuUsage()
+  const wall = await run()
+  const used = process.cpuUsage(before)
+  return { wall, cpu: (used.user + used.system) / 1000 / count }
+}
 
 const ms = (n: number) => `${n.toFixed(0)} ms`
 
@@ -139,16 +198,26 @@ const main = async () => {
   const base: Array<number> = []
   const ours: Array<number> = []
   const bare: Array<number> = []
+  const host: Array<number> = []
+  const cpu = { base: [] as Array<number>, ours: [] as Array<number>, bare: [] as Array<number>, host: [] as Array<number> }
   for (let round = 1; round <= rounds; round++) {
-    const b = await baseline()
-    const s = await Effect.runPromise(skein)
-    const o = await Effect.runPromise(sessionsOnly)
-    base.push(b)
-    ours.push(s)
-    bare.push(o)
+    const b = await measure(baseline)
+    const s = await measure(() => Effect.runPromise(skein))
+    const o = await measure(() => Effect.runPromise(sessionsOnly))
+    const k = await measure(() => Effect.runPromise(kernelOnly))
+    base.push(b.wall)
+    ours.push(s.wall)
+    bare.push(o.wall)
+    host.push(k.wall)
+    cpu.base.push(b.cpu)
+    cpu.ours.push(s.cpu)
+    cpu.bare.push(o.cpu)
+    cpu.host.push(k.cpu)
     console.log(
-      `round ${round}: baseline ${ms(b)}, skein ${ms(s)}, ratio ${(s / b).toFixed(3)}, overhead per item ${((s - b) / count).toFixed(2)} ms; ` +
-        `sessions alone ${ms(o)} (the pipeline's own share: ${((s - o) / count).toFixed(2)} ms per item)`
+      `round ${round}: baseline ${ms(b.wall)}, skein ${ms(s.wall)}, ratio ${(s.wall / b.wall).toFixed(3)}, overhead per item ${((s.wall - b.wall) / count).toFixed(2)} ms; ` +
+        `sessions alone ${ms(o.wall)} (the pipeline's own share: ${((s.wall - o.wall) / count).toFixed(2)} ms per item); ` +
+        `kernel alone ${ms(k.wall)} (ratio ${(k.wall / b.wall).toFixed(3)}); ` +
+        `cpu per item: baseline ${b.cpu.toFixed(2)}, kernel ${k.cpu.toFixed(2)}, sessions ${o.cpu.toFixed(2)}, skein ${s.cpu.toFixed(2)} ms`
     )
   }
   const best = (xs: ReadonlyArray<number>) => Math.min(...xs)
@@ -156,7 +225,12 @@ const main = async () => {
   console.log(
     `best: baseline ${ms(best(base))}, skein ${ms(best(ours))}, ratio ${(best(ours) / best(base)).toFixed(3)}; ` +
       `median ratio ${(median(ours) / median(base)).toFixed(3)} (target <= 1.1); ` +
-      `pipeline over sessions alone: median ratio ${(median(ours) / median(bare)).toFixed(3)}`
+      `pipeline over sessions alone: median ratio ${(median(ours) / median(bare)).toFixed(3)}; ` +
+      `kernel alone over baseline: median ratio ${(median(host) / median(base)).toFixed(3)}`
+  )
+  console.log(
+    `median cpu per item: baseline ${median(cpu.base).toFixed(2)} ms, kernel ${median(cpu.host).toFixed(2)} ms, ` +
+      `sessions ${median(cpu.bare).toFixed(2)} ms, skein ${median(cpu.ours).toFixed(2)} ms (ratio ${(median(cpu.ours) / median(cpu.base)).toFixed(2)})`
   )
 }
 

@@ -10,7 +10,9 @@
  * marker this process inherited); after the group SIGKILL, scope close
  * SIGKILLs every process whose `/proc/<pid>/environ` carries it, and the
  * journal records it so that reaping after a crash does the same. Linux only:
- * elsewhere the marker is set but nothing scans for it.
+ * elsewhere the marker is set but nothing scans for it. The scan at scope
+ * close reads the environment of the pids given since the children started
+ * only (`internal/pidWindow.ts`), every pid when that cannot be told.
  *
  * @since 0.0.0
  */

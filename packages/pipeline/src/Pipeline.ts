@@ -22,6 +22,7 @@ import { pipeArguments } from "effect/Pipeable"
 import type { BudgetExceeded, StageFailed } from "./PipelineError.js"
 import type * as Stage from "./Stage.js"
 import { hashOf, type Item } from "./internal/item.js"
+import { mapUnordered } from "./internal/mapUnordered.js"
 import { type Run, update } from "./internal/runContext.js"
 import * as StageRun from "./internal/stageRun.js"
 
@@ -76,18 +77,16 @@ export const through: {
   <In, Out, E, R, Out2, SR>(self: Pipeline<In, Out, E, R>, stage: Stage.Stage<Out, Out2, SR>, options?: ThroughOptions) => {
     return make<In, Out2, E | StageError, R | SR | StageRun.Requirements>((items) =>
       Stream.unwrap(Effect.map(concurrencyOf(options), (concurrency) =>
-      self.apply(items).pipe(
-        Stream.mapEffect(
-          (item) =>
-            StageRun.run(stage, item, concurrency).pipe(
-              Effect.flatMap((output) => dropOnNone(item, output)),
-              Effect.map(Option.map((value): Item<Out2> => ({ ...item, value })))
-            ),
-          // Items move on as they complete; the run puts its outputs back in input order.
-          { concurrency, unordered: true }
-        ),
-        Stream.filterMap((output) => output)
-      )))
+      mapUnordered(
+        self.apply(items),
+        (item) =>
+          StageRun.run(stage, item, concurrency).pipe(
+            Effect.flatMap((output) => dropOnNone(item, output)),
+            Effect.map(Option.map((value): Item<Out2> => ({ ...item, value })))
+          ),
+        // Items move on as they complete; the run puts its outputs back in input order.
+        concurrency
+      ).pipe(Stream.filterMap((output) => output))))
     )
   }
 )
@@ -134,10 +133,7 @@ export const all: {
       )
     return make<In, Outputs<S>, E | StageError, R | StagesR<S> | StageRun.Requirements>((items) =>
       Stream.unwrap(Effect.map(concurrencyOf(options), (concurrency) =>
-        self.apply(items).pipe(
-          Stream.mapEffect(each(concurrency), { concurrency, unordered: true }),
-          Stream.filterMap((output) => output)
-        )))
+        mapUnordered(self.apply(items), each(concurrency), concurrency).pipe(Stream.filterMap((output) => output))))
     )
   }
 )

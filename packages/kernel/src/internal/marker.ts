@@ -13,6 +13,7 @@
  */
 import { Effect, Option } from "effect"
 import * as NodeCrypto from "node:crypto"
+import * as PidWindow from "./pidWindow.js"
 import * as procfs from "./procfs.js"
 
 /** The variable every ProcessHost child, and whatever it starts, carries. */
@@ -53,16 +54,41 @@ const carried = (environ: Buffer, wanted: ReadonlySet<string>): ReadonlyArray<st
 export const carries = (environ: string, marker: string): boolean =>
   carried(Buffer.from(environ, "latin1"), new Set([marker])).length > 0
 
+export interface ScanOptions {
+  /**
+   * Where the markers' children started: the scan then reads only the pids
+   * their descendants can hold (see pidWindow.ts), or every pid when that
+   * cannot be told. Without it, every pid.
+   */
+  readonly origins?: ReadonlyArray<PidWindow.Origin> | undefined
+}
+
+/** The pids to read: every one listed, or those in the origins' window. */
+const candidates = (listed: ReadonlyArray<number>, options?: ScanOptions): Effect.Effect<ReadonlyArray<number>> => {
+  const pids = listed.filter((pid) => pid !== process.pid)
+  const origins = options?.origins
+  if (origins === undefined) return Effect.succeed(pids)
+  return Effect.map(PidWindow.now, (now) =>
+    Option.match(Option.flatMap(now, (now) => PidWindow.window(origins, now)), {
+      onNone: () => pids,
+      onSome: (inWindow) => pids.filter(inWindow)
+    }))
+}
+
 /**
  * Live processes (zombies excluded) that carry any of `markers`, by marker;
  * never this process. One pass over /proc serves every marker, and reads
  * asynchronously (see procfs.ts).
  */
-export const scanAll = (markers: ReadonlySet<string>): Effect.Effect<ReadonlyMap<string, ReadonlyArray<number>>> =>
+export const scanAll = (
+  markers: ReadonlySet<string>,
+  options?: ScanOptions
+): Effect.Effect<ReadonlyMap<string, ReadonlyArray<number>>> =>
   Effect.gen(function*() {
     const found = new Map<string, Array<number>>()
     if (markers.size === 0 || !procfs.hasProc()) return found
-    const pids = (yield* procfs.listPids).filter((pid) => pid !== process.pid)
+    // Listed first, the allocator read after: every pid listed was given before that read.
+    const pids = yield* candidates(yield* procfs.listPids, options)
     const environs = yield* procfs.readProcFiles(
       pids.map((pid) => `/proc/${pid}/environ`),
       (environ) => carried(environ, markers)
@@ -89,7 +115,7 @@ export const scan = (marker: string): Effect.Effect<ReadonlyArray<number>> =>
  * marker, every pid it signalled. Each round re-reads the environments right
  * before its kills, so a pid is killed only while it carries a marker.
  */
-export const killAll = (markers: ReadonlySet<string>, options?: {
+export const killAll = (markers: ReadonlySet<string>, options?: ScanOptions & {
   readonly rounds?: number | undefined
   readonly settleMillis?: number | undefined
 }): Effect.Effect<ReadonlyMap<string, ReadonlyArray<number>>> =>
@@ -97,7 +123,7 @@ export const killAll = (markers: ReadonlySet<string>, options?: {
     const killed = new Map<string, Set<number>>()
     const rounds = options?.rounds ?? 5
     for (let round = 0; round < rounds; round++) {
-      const found = yield* scanAll(markers)
+      const found = yield* scanAll(markers, options)
       if (found.size === 0) break
       const victims = new Set<number>()
       for (const [marker, pids] of found) {

@@ -15,9 +15,25 @@ import * as ChildStdin from "./childStdin.js"
 import * as ChildStdout from "./childStdout.js"
 import * as ChildStop from "./childStop.js"
 import * as Marker from "./marker.js"
+import * as PidWindow from "./pidWindow.js"
 import * as procfs from "./procfs.js"
 
 type KillMarked = (marker: string) => Effect.Effect<ReadonlyArray<number>>
+
+/** A child's marker, and where its descendants start when that is known (see pidWindow.ts). */
+interface Marked {
+  readonly marker: string
+  readonly origin: Option.Option<PidWindow.Origin>
+}
+
+/** One sweep for a batch: within the origins' window when every child has one, else over every process. */
+const killBatch = (batch: ReadonlyArray<Marked>): Effect.Effect<ReadonlyArray<ReadonlyArray<number>>> => {
+  const origins = Option.all(batch.map((m) => m.origin))
+  return Effect.map(
+    Marker.killAll(new Set(batch.map((m) => m.marker)), { origins: Option.getOrUndefined(origins) }),
+    (killed) => batch.map((m) => killed.get(m.marker) ?? [])
+  )
+}
 
 /**
  * How long a sweep waits for the other releases under way to ask for theirs.
@@ -37,8 +53,7 @@ const makeSweeper = Effect.gen(function*() {
   let underway = 0
   const allAsked = yield* Effect.makeLatch(true)
   const batcher = yield* Batcher.make(
-    (markers: ReadonlyArray<string>) =>
-      Effect.map(Marker.killAll(new Set(markers)), (killed) => markers.map((marker) => killed.get(marker) ?? [])),
+    killBatch,
     // Real time, whatever clock the caller runs on: it waits on the kernel.
     // With no other release under way there is no one to wait for, and no timer to set.
     {
@@ -48,7 +63,10 @@ const makeSweeper = Effect.gen(function*() {
     }
   )
   /** Runs a release as under way; the sweep it asks for is batched. */
-  const releasing = (release: (killMarked: KillMarked) => Effect.Effect<void>): Effect.Effect<void> =>
+  const releasing = (
+    origin: Option.Option<PidWindow.Origin>,
+    release: (killMarked: KillMarked) => Effect.Effect<void>
+  ): Effect.Effect<void> =>
     Effect.suspend(() => {
       let asked = false
       const ask = Effect.sync(() => {
@@ -57,7 +75,7 @@ const makeSweeper = Effect.gen(function*() {
         if (--underway === 0) allAsked.unsafeOpen()
       })
       if (underway++ === 0) allAsked.unsafeClose()
-      return release((marker) => Effect.zipRight(ask, batcher.submit(marker))).pipe(Effect.ensuring(ask))
+      return release((marker) => Effect.zipRight(ask, batcher.submit({ marker, origin }))).pipe(Effect.ensuring(ask))
     })
   return { releasing }
 })
@@ -72,9 +90,12 @@ const acquire = (
 ) =>
   Effect.gen(function*() {
     const pipes = yield* ChildPipes.make
+    // Read before the child starts: a lower bound of the count at its start.
+    const forks = PidWindow.forksBefore()
     const started = yield* start(spawnOptions, args, journal.source, pipes.wire)
     const node = started.node
     const pid = node.pid!
+    const origin = Option.map(forks, (forks): PidWindow.Origin => ({ pid, forks }))
 
     const identity = journal.source === "proc" ? started.identity : yield* procfs.identify("ps", pid)
     if (Option.isSome(identity)) {
@@ -129,7 +150,7 @@ const acquire = (
         journal,
         killMarked
       })
-    return { child, release }
+    return { child, origin, release }
   })
 
 export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOptions) {
@@ -157,7 +178,7 @@ export const make = Effect.fnUntraced(function*(options?: ProcessHost.MakeOption
     const scope = yield* Effect.scope
     const { child } = yield* Effect.uninterruptible(Effect.tap(
       acquire(journal, spawnOptions, args, marker, timeouts),
-      ({ release }) => Scope.addFinalizer(scope, sweeper.releasing(release))
+      ({ origin, release }) => Scope.addFinalizer(scope, sweeper.releasing(origin, release))
     ))
     return child
   })
