@@ -67,6 +67,7 @@ interface ServeConfig {
   readonly store: Option.Option<string>
   readonly cluster: Option.Option<string>
   readonly runnerAddress: Option.Option<string>
+  readonly turnDrain: Option.Option<number>
 }
 
 /**
@@ -135,6 +136,7 @@ const target = (fakeModel: boolean) =>
   })
 
 const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
+  if (Option.isNone(config.cluster) && Option.isSome(config.turnDrain)) return yield* fail("--turn-drain needs --cluster")
   const where = yield* target(config.fakeModel)
   const stateDir = Path.join(where.configDir, "skein", "serve")
   const resolved = yield* Token.resolve({ hostname: config.hostname, stateDir }).pipe(
@@ -164,7 +166,7 @@ const listen = Effect.fn("Serve.listen")(function*(config: ServeConfig) {
     session: where.session
   }
   const server = (Option.isSome(config.cluster)
-    ? yield* ClusterCli.layer(serveConfig, config.cluster.value, config.runnerAddress)
+    ? yield* ClusterCli.layer(serveConfig, config.cluster.value, config.runnerAddress, config.turnDrain)
     : Serve.layer(serveConfig).pipe(Layer.provide(store))).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.hostname }))
   )
@@ -191,7 +193,8 @@ export const serve = Command.make("serve", serveOptions, (config) =>
     HelpDoc.p("Example: skein serve --port 4096 --root ~/src/app --otel http://localhost:4318"),
     HelpDoc.p(
       "With --cluster, sessions are @effect/cluster entities: every runner sharing the database serves every session, " +
-        "and a dead runner's sessions go on elsewhere. Example: skein serve --cluster postgres://… --runner-address 10.0.0.2:34431"
+        "and a dead runner's sessions go on elsewhere. Example: skein serve --cluster postgres://… --runner-address 10.0.0.2:34431. " +
+        "A turn whose session moves to a runner that joins may finish first, for up to --turn-drain seconds (default 60)"
     )
   ]))
 )

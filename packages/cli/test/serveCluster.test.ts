@@ -53,4 +53,14 @@ describe("skein serve --cluster", () => {
       })
       expect(errorLine(ran)).toMatch(/--runner-address needs --cluster postgres/)
     }), 120_000)
+
+  it.scopedLive("--turn-drain needs --cluster, and is 0 or more seconds", () =>
+    Effect.gen(function*() {
+      const cwd = yield* folder
+      const env = { SKEIN_SERVER_TOKEN: token }
+      const alone = yield* skein(["serve", "--fake-model", "--port", "0", "--turn-drain", "5"], { cwd, env })
+      expect(errorLine(alone)).toMatch(/--turn-drain needs --cluster/)
+      const negative = yield* skein(["serve", "--fake-model", "--port", "0", "--cluster", "sqlite:x.db", "--turn-drain=-3"], { cwd, env })
+      expect(errorLine(negative)).toMatch(/--turn-drain must be 0 or more seconds, not -3/)
+    }), 120_000)
 })

@@ -11,6 +11,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import { PermissionBroker, type Serve, Server, ServerEvents } from "@skein/serve"
 import { AskLedger, SessionCatalog, TranscriptMirror } from "@skein/sql"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -37,6 +38,12 @@ export type Runner =
  */
 export interface Options extends Serve.Options {
   readonly runner: Runner
+  /**
+   * How long a running turn may go on once its session's shard moves to a
+   * runner that joined; past it the turn is cut and ends `RunnerLost`
+   * (`SessionHost`'s `turnDrain`). Default 1 minute.
+   */
+  readonly turnDrain?: Duration.DurationInput | undefined
 }
 
 /**
@@ -92,7 +99,7 @@ export const layer = (options: Options) =>
       Layer.provideMerge(ClusterRegistry.layer({ roots })),
       Layer.provide(options.runner._tag === "Single" ? RunningSessions.layerSingle : RunningSessions.layer()),
       Layer.provideMerge(ClusterAsks.layer),
-      Layer.provideMerge(SessionHost.layer({ idleTimeout: options.idleTimeout })),
+      Layer.provideMerge(SessionHost.layer({ idleTimeout: options.idleTimeout, turnDrain: options.turnDrain })),
       // Built after the runner's sessions, closed before them: entities stop their CLIs through the registry.
       Layer.provideMerge(runner),
       Layer.provideMerge(sessions),

@@ -155,7 +155,8 @@ const handlers = (options: Options) => Effect.gen(function*() {
       const moving = !(yield* sharding.isShutdown) && !sharding.hasShardId(address.shardId)
       if (moving) {
         yield* Effect.logInfo(`${sessionID}'s shard moves: its running turn may finish first`)
-        const ended = yield* Effect.timeout(Fiber.await(turn), turnDrain).pipe(Effect.option)
+        // `release` runs as a finalizer (uninterruptible): only an interruptible wait can time out.
+        const ended = yield* Effect.timeout(Effect.interruptible(Fiber.await(turn)), turnDrain).pipe(Effect.option)
         if (Option.isSome(ended)) return
       }
       yield* Fiber.interrupt(turn)

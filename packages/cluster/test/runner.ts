@@ -15,7 +15,7 @@ import { ProcessHost } from "@skein/kernel"
 import { Serve } from "@skein/serve"
 import { SqlStore } from "@skein/sql"
 import { ClaudeCli, StandInCli } from "@skein/testkit"
-import { Console, Effect, Layer, Logger, LogLevel } from "effect"
+import { Console, Duration, Effect, Layer, Logger, LogLevel } from "effect"
 import { createServer } from "node:http"
 import * as Path from "node:path"
 import * as ClusterServe from "../src/ClusterServe.js"
@@ -36,6 +36,8 @@ export interface RunnerConfig {
   readonly registry?: "cluster" | "local" | undefined
   /** `--bare` (default true); `AskUserQuestion` exists only without it. */
   readonly bare?: boolean | undefined
+  /** Milliseconds a running turn may go on once its shard moves (`ClusterServe`'s `turnDrain`); default the library's. */
+  readonly turnDrainMillis?: number | undefined
 }
 
 const config: RunnerConfig = JSON.parse(process.argv[2]!)
@@ -57,6 +59,7 @@ const options: Serve.Options = {
 
 const served = config.registry === "local" ? Serve.layer(options) : ClusterServe.layer({
   ...options,
+  turnDrain: config.turnDrainMillis === undefined ? undefined : Duration.millis(config.turnDrainMillis),
   runner: config.runner === "Single"
     ? { _tag: "Single" }
     : { _tag: "Socket", options: { runnerAddress: { host: "127.0.0.1", port: config.runnerPort } } }
