@@ -3,7 +3,8 @@
  * socket takes, the frames a client reads carry the same events, the same
  * delta text per part, and ids that hold exactly what was written before
  * them; and the bytes a client is written (shared frames and all) are the
- * text `render` gives.
+ * text `render` gives. Runs of deltas joined per chunk before they are
+ * offered (as `sse.ts` joins them once for every client) change none of it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
@@ -57,9 +58,10 @@ const parse = (text: string): ReadonlyArray<Read> =>
 
 /**
  * Offers the items in `chunks` (sizes, cycled), taking after the chunks
- * `takes` says (cycled): as text and as bytes, from twin buffers.
+ * `takes` says (cycled): as text and as bytes, from twin buffers. With
+ * `join`, each chunk's runs of same-key deltas are joined first (`coalesce`).
  */
-const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: ReadonlyArray<boolean>) => {
+const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: ReadonlyArray<boolean>, join = false) => {
   const caps: PendingFrames.Caps = { maxEvents: 1_000_000, maxBytes: 1 << 30, maxFrameBytes: 40, mergeWindow: 4 }
   const asText = PendingFrames.make(caps)
   const asBytes = PendingFrames.make(caps)
@@ -79,11 +81,14 @@ const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: R
   let round = 0
   while (next < specs.length) {
     const size = chunks[round % chunks.length]!
-    for (const s of specs.slice(next, next + size)) {
-      next++
-      expect(asText.add(itemOf(s, next))).toBe(true)
-      expect(asBytes.add(itemOf(s, next))).toBe(true)
+    const chunk = specs.slice(next, next + size)
+    const items = (make: (s: Spec, seq: number) => PendingFrames.Item) => {
+      const made = chunk.map((s, i) => make(s, next + i + 1))
+      return join ? PendingFrames.coalesce(made, 12, encodedOf).map((r) => r.item) : made
     }
+    for (const item of items(itemOf)) expect(asText.add(item)).toBe(true)
+    for (const item of items(itemOf)) expect(asBytes.add(item)).toBe(true)
+    next += chunk.length
     if (takes[round % takes.length]!) take()
     round++
   }
@@ -98,8 +103,9 @@ describe("frames in any chunking", () => {
         FastCheck.array(spec, { minLength: 1, maxLength: 60 }),
         FastCheck.array(FastCheck.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 6 }),
         FastCheck.array(FastCheck.boolean(), { minLength: 1, maxLength: 6 }),
-        (specs, chunks, takes) => {
-          const { bytes, bytesCursor, cursor, text } = run(specs, chunks, takes)
+        FastCheck.boolean(),
+        (specs, chunks, takes, join) => {
+          const { bytes, bytesCursor, cursor, text } = run(specs, chunks, takes, join)
           expect(bytes).toBe(text)
           expect(bytesCursor).toBe(cursor)
           expect(cursor).toBe(specs.length)
@@ -124,6 +130,31 @@ describe("frames in any chunking", () => {
           }
         }
       ),
+      { numRuns: 300 }
+    )
+  })
+
+  it("joined per chunk, keep each run's events in one item: from its first seq to its last, the text in order", () => {
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(spec, { minLength: 1, maxLength: 40 }), (specs) => {
+        const items = specs.map((s, i) => itemOf(s, i + 1))
+        const runs = PendingFrames.coalesce(items, 12, encodedOf)
+        // The runs tile the chunk, in order.
+        expect(runs.map((r) => [r.start, r.end])).toEqual(runs.map((r, i) => [i === 0 ? 0 : runs[i - 1]!.end, r.end]))
+        expect(runs[runs.length - 1]!.end).toBe(items.length)
+        for (const { end, item, start } of runs) {
+          const carried = items.slice(start, end)
+          expect(item.seq).toBe(end)
+          expect(item._tag === "Delta" ? item.first ?? item.seq : item.seq).toBe(start + 1)
+          if (end - start > 1) {
+            expect(carried.every((c) => c._tag === "Delta" && item._tag === "Delta" && c.key === item.key)).toBe(true)
+            expect(item._tag === "Delta" && item.delta).toBe(carried.map((c) => c._tag === "Delta" ? c.delta : "").join(""))
+            expect(JSON.parse(item.data)).toEqual(JSON.parse(carried[carried.length - 1]!._tag === "Delta"
+              ? (carried[carried.length - 1] as PendingFrames.Delta).render(end, carried.map((c) => (c as PendingFrames.Delta).delta).join(""))
+              : ""))
+          }
+        }
+      }),
       { numRuns: 300 }
     )
   })

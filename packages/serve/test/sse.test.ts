@@ -6,7 +6,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Canonical } from "@skein/protocol"
-import { Effect, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import * as PermissionBroker from "../src/PermissionBroker.js"
 import * as ServerEvents from "../src/ServerEvents.js"
 import * as Sse from "../src/internal/sse.js"
@@ -113,9 +113,69 @@ const connectWith = (events: ServerEvents.ServerEvents["Type"], lastEventId: str
     return frames()
   })
 
+/** A live client of `dir` (`undefined`: `/global/event`), read as text until `done` says so. */
+const readUntil = (events: ServerEvents.ServerEvents["Type"], dir: string | undefined, done: (frames: ReadonlyArray<Frame>) => boolean) =>
+  Effect.gen(function*() {
+    const broker = yield* PermissionBroker.make()
+    const stream = yield* Sse.stream({ events, broker, directory: dir, lastEventId: undefined, canonicalOnly: true, heartbeat: "1 hour", maxLag: 100_000 })
+    let text = ""
+    const frames = () =>
+      text.split("\n\n").filter((raw) => raw.includes("data: ")).map((raw): Frame => {
+        const json: { type: string; properties: Frame["properties"]; payload?: { type: string; properties: Frame["properties"] } } = JSON.parse(/^data: (.*)$/m.exec(raw)![1]!)
+        const id = /^id: (.*)$/m.exec(raw)?.[1]
+        const payload = json.payload ?? json
+        return { id: id === undefined ? undefined : Number(id.split("-").pop()), type: payload.type, properties: payload.properties }
+      })
+    let connected!: () => void
+    const ready = new Promise<void>((resolve) => (connected = resolve))
+    const reading = yield* stream.pipe(
+      Stream.decodeText(),
+      Stream.tap((chunk) => Effect.sync(() => {
+        text += chunk
+        connected()
+      })),
+      Stream.takeUntil(() => done(frames())),
+      Stream.runDrain,
+      Effect.map(frames),
+      Effect.fork
+    )
+    yield* Effect.promise(() => ready)
+    return reading
+  })
+
+const delta = (i: number) => Canonical.event("message.part.delta", { sessionID: "ses_run", messageID: "msg_run", partID: "prt_run", field: "text", delta: `${i};` })
+
 const infos = (n: number) => Array.from({ length: n }, (_, i) => Canonical.event("session.info", { sessionID: "ses_lag", message: `event ${i}` }))
 
 describe("Sse.stream", () => {
+  it.scoped("a batch of deltas reaches every client of the shared feed as joined runs: the same text, exact ids, and another directory's client skips them", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const events = yield* ServerEvents.make({ dir: yield* fs.makeTempDirectoryScoped({ prefix: "skein-sse-runs-" }) })
+      const idle = (frames: ReadonlyArray<Frame>) => frames.some((f) => f.type === "session.idle")
+      const [own, global, other] = [
+        yield* readUntil(events, directory, idle),
+        yield* readUntil(events, undefined, (frames) => frames.filter((f) => f.type === "session.idle").length === 2),
+        yield* readUntil(events, "/work/other", idle)
+      ]
+      // One batch: 500 deltas of one part, then the turn's end; then the other directory's own event.
+      const batch = [...Array.from({ length: 500 }, (_, i) => delta(i)), Canonical.event("session.idle", { sessionID: "ses_run" })]
+      const records = yield* events.publish(directory, batch)
+      const theirs = yield* events.publish("/work/other", [Canonical.event("session.idle", { sessionID: "ses_other" })])
+      const want = Array.from({ length: 500 }, (_, i) => `${i};`).join("")
+      for (const frames of [yield* Fiber.join(own), yield* Fiber.join(global)]) {
+        const deltas = frames.filter((f) => f.type === "message.part.delta")
+        expect(deltaText(frames)).toBe(want)
+        // Joined: fewer frames than events, and each id holds every event up to it.
+        expect(deltas.length).toBeLessThan(100)
+        expect(deltas.at(-1)!.id).toBe(records[499]!.seq)
+        expect(frames.find((f) => f.type === "session.idle")!.id).toBe(records[500]!.seq)
+      }
+      const others = yield* Fiber.join(other)
+      expect(others.filter((f) => f.type === "message.part.delta")).toEqual([])
+      expect(others.find((f) => f.type === "session.idle")!.id).toBe(theirs[0]!.seq)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("a canonical-only client's lag counts only canonical events: 150 records behind, 75 of them its own, within maxLag 100", () =>
     Effect.gen(function*() {
       const frames = yield* lagged(true, 75, 100)

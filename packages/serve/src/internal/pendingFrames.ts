@@ -31,7 +31,10 @@ export interface Event {
 /** A delta of one part's field: mergeable with the pending delta of the same `key`. */
 export interface Delta {
   readonly _tag: "Delta"
+  /** The newest event it carries. */
   readonly seq: number
+  /** The oldest event it carries, when it carries a run of them (see `joinDeltas`); else `seq`. */
+  readonly first?: number | undefined
   readonly key: string
   readonly delta: string
   /** `render(seq, delta)` for the delta alone; read only when it starts a frame of its own. */
@@ -99,7 +102,7 @@ export const fits = (caps: Caps, events: number, bytes: number, size: number) =>
   events === 0 || (events < caps.maxEvents && bytes + size <= caps.maxBytes)
 
 export const frameOf = (item: Item, size: number): Frame => ({
-  first: item.seq,
+  first: item._tag === "Delta" ? item.first ?? item.seq : item.seq,
   seq: item.seq,
   key: item._tag === "Delta" ? item.key : undefined,
   deltas: item._tag === "Delta" ? [item.delta] : [],
@@ -127,6 +130,76 @@ export const controlFrame = (control: Control): Frame => ({
   control,
   encoded: undefined
 })
+
+/**
+ * Deltas of one key that follow each other in the log (seqs without a gap),
+ * as one item carrying them all: from the oldest's seq to the newest's, their
+ * text joined, rendered with the newest's fields. Made once per chunk of the
+ * log and shared by every client that gets them, so a client adds one item
+ * for the run instead of one per event; `encode` gives its shared frame bytes.
+ */
+export const joinDeltas = (
+  deltas: ReadonlyArray<Delta>,
+  encode: (seq: number, data: string) => Encoded
+): Delta => {
+  const oldest = deltas[0]!
+  if (deltas.length === 1) return oldest
+  const newest = deltas[deltas.length - 1]!
+  let bytes = 0
+  for (const d of deltas) bytes += d.deltaBytes ?? byteLength(d.delta)
+  const delta = deltas.map((d) => d.delta).join("")
+  let data: string | undefined
+  let encoded: Encoded | undefined
+  return {
+    _tag: "Delta",
+    seq: newest.seq,
+    first: oldest.first ?? oldest.seq,
+    key: newest.key,
+    delta,
+    deltaBytes: bytes,
+    get data() {
+      return (data ??= newest.render(newest.seq, delta))
+    },
+    get encoded() {
+      return (encoded ??= encode(newest.seq, this.data))
+    },
+    render: newest.render
+  }
+}
+
+/**
+ * The items of one chunk of the log with each run of same-key deltas joined
+ * (`joinDeltas`), a run growing to `maxBytes` of delta text at most. `joins`
+ * says whether the next item may join the run before it (the caller's rules:
+ * the same session, no gap in the log).
+ */
+export const coalesce = (
+  items: ReadonlyArray<Item>,
+  maxBytes: number,
+  encode: (seq: number, data: string) => Encoded,
+  joins: (previous: number, next: number) => boolean = () => true
+): Array<{ readonly item: Item; readonly start: number; readonly end: number }> => {
+  const out: Array<{ readonly item: Item; readonly start: number; readonly end: number }> = []
+  let i = 0
+  while (i < items.length) {
+    const head = items[i]!
+    let j = i + 1
+    if (head._tag === "Delta") {
+      let bytes = head.deltaBytes ?? byteLength(head.delta)
+      while (j < items.length) {
+        const next = items[j]!
+        if (next._tag !== "Delta" || next.key !== head.key || !joins(j - 1, j)) break
+        const size = next.deltaBytes ?? byteLength(next.delta)
+        if (bytes + size > maxBytes) break
+        bytes += size
+        j++
+      }
+    }
+    out.push({ item: j - i === 1 ? head : joinDeltas(items.slice(i, j) as ReadonlyArray<Delta>, encode), start: i, end: j })
+    i = j
+  }
+  return out
+}
 
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()

@@ -20,7 +20,7 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { Canonical } from "@skein/protocol"
 import { Canonical as C } from "@skein/protocol"
-import type * as Chunk from "effect/Chunk"
+import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -31,6 +31,7 @@ import { EventLog } from "@skein/store"
 import { IncomingMessage } from "node:http"
 import type { PermissionBroker } from "../PermissionBroker.js"
 import { eventId, type Record, type ServerEvents } from "../ServerEvents.js"
+import * as PendingFrames from "./pendingFrames.js"
 import * as SubscriberBuffer from "./subscriberBuffer.js"
 
 export interface Options {
@@ -189,6 +190,50 @@ export const itemOf = (global: boolean, record: Record, epoch: string): Subscrib
   return (entry.event ??= makeItem(false, record, epoch))
 }
 
+/** How much delta text a run shared by every client joins at most: within any client's frame cap but the smallest. */
+export const runBytes = 16 * 1024
+
+/** A run of a chunk's records as one item: `records[start..end)`, the same session's. */
+export interface Run {
+  readonly item: SubscriberBuffer.Item
+  readonly start: number
+  readonly end: number
+}
+
+interface ChunkRuns {
+  readonly epoch: string
+  readonly records: ReadonlyArray<Record>
+  event?: ReadonlyArray<Run>
+  global?: ReadonlyArray<Run>
+}
+
+/** Each chunk the shared feed hands out, as runs per format, made once for every client it is handed to. */
+const chunkRuns = new WeakMap<Chunk.Chunk<Record>, ChunkRuns>()
+
+/**
+ * The chunk's records as items, with each run of deltas of one part (one
+ * session's, without a gap in the log) joined into one: a client adds one
+ * item per run, and a client with nothing pending writes the run's frame as
+ * the bytes every client of its format shares.
+ */
+export const runsOf = (global: boolean, chunk: Chunk.Chunk<Record>, epoch: string): { readonly records: ReadonlyArray<Record>; readonly runs: ReadonlyArray<Run> } => {
+  let entry = chunkRuns.get(chunk)
+  if (entry === undefined || entry.epoch !== epoch) chunkRuns.set(chunk, entry = { epoch, records: Chunk.toReadonlyArray(chunk) })
+  const records = entry.records
+  const make = () =>
+    PendingFrames.coalesce(
+      records.map((record) => itemOf(global, record, epoch)),
+      runBytes,
+      (seq, data) => encodedOf(epoch, seq, data),
+      (i, j) => records[j]!.seq === records[i]!.seq + 1 && records[j]!.message.directory === records[i]!.message.directory
+    )
+  const runs = global ? (entry.global ??= make()) : (entry.event ??= make())
+  return { records, runs }
+}
+
+/** The oldest seq an entry carries: a joined run's first. */
+const firstSeq = (entry: SubscriberBuffer.Entry): number => entry._tag === "Delta" ? entry.first ?? entry.seq : entry.seq
+
 /** Destroys the request's socket, when the server is Node's (a dead client's writes never drain). */
 const destroySocket = Effect.map(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) => () => {
   if (Option.isSome(request) && request.value.source instanceof IncomingMessage) request.value.source.socket.destroy()
@@ -246,22 +291,24 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     const gets = (record: Record) =>
       (global ? options.visible?.(record.message.directory) ?? true : record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
+    // Runs of deltas joined once for every client, unless this client's frames are capped smaller.
+    const joined = (options.buffer?.maxFrameBytes ?? 64 * 1024) >= runBytes
     // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
     // (`resumeAt` set) or closed.
-    const step = (records: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
+    const step = (chunk: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
       Effect.suspend(() => {
         const entries: Array<SubscriberBuffer.Entry> = []
         // After each entry: what `received` and `countedThrough` become once it is in.
         const marks: Array<number> = []
         let counted = received
         let through = countedThrough
-        for (const record of records) {
+        const one = (record: Record) => {
           // The shared feed may hand over a chunk that starts before what this client holds.
-          if (record.seq <= handed) continue
+          if (record.seq <= handed) return
           if (!gets(record)) {
             entries.push({ _tag: "Skip", seq: record.seq })
             marks.push(counted)
-            continue
+            return
           }
           // Only live events count (replay reads the disk at the client's pace), each once.
           if (record.seq > through) {
@@ -271,13 +318,40 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
           entries.push(itemOf(global, record, events.epoch))
           marks.push(counted)
         }
+        if (!joined) {
+          for (const record of chunk) one(record)
+        } else {
+          const { records, runs } = runsOf(global, chunk, events.epoch)
+          for (const run of runs) {
+            const first = records[run.start]!.seq
+            const last = records[run.end - 1]!.seq
+            if (last <= handed) continue
+            // A lone record, or a run this client holds part of: record by record.
+            if (run.end - run.start === 1 || first <= handed) {
+              for (let i = run.start; i < run.end; i++) one(records[i]!)
+              continue
+            }
+            // One session's records of one type: this client gets all of them or none.
+            if (!gets(records[run.start]!)) {
+              entries.push({ _tag: "Skip", seq: last })
+              marks.push(counted)
+              continue
+            }
+            if (last > through) {
+              counted += last - Math.max(through, first - 1)
+              through = last
+            }
+            entries.push(run.item)
+            marks.push(counted)
+          }
+        }
         return Effect.flatMap(buffer.tryOfferAll(entries), ({ accepted, outcome }) => {
           if (accepted > 0) {
             received = marks[accepted - 1]!
             countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
           }
           if (accepted > 0) handed = Math.max(handed, entries[accepted - 1]!.seq)
-          if (outcome === "full") resumeAt = entries[accepted]!.seq
+          if (outcome === "full") resumeAt = firstSeq(entries[accepted]!)
           if (outcome === "closed") closed = true
           return Effect.succeed(outcome === "accepted")
         })
