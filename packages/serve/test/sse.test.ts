@@ -6,7 +6,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Canonical } from "@skein/protocol"
-import { Effect, Fiber, Stream } from "effect"
+import { Effect, FastCheck, Fiber, Stream } from "effect"
 import * as PermissionBroker from "../src/PermissionBroker.js"
 import * as ServerEvents from "../src/ServerEvents.js"
 import * as Sse from "../src/internal/sse.js"
@@ -146,6 +146,30 @@ const readUntil = (events: ServerEvents.ServerEvents["Type"], dir: string | unde
 const delta = (i: number) => Canonical.event("message.part.delta", { sessionID: "ses_run", messageID: "msg_run", partID: "prt_run", field: "text", delta: `${i};` })
 
 const infos = (n: number) => Array.from({ length: n }, (_, i) => Canonical.event("session.info", { sessionID: "ses_lag", message: `event ${i}` }))
+
+describe("Sse.itemOf", () => {
+  it("renders a merged delta's frame (the shared JSON around its text) as the whole event rendered with that text", () => {
+    const record = (seq: number) => ({
+      seq,
+      at: 0,
+      message: { directory, payload: delta(seq) }
+    }) satisfies ServerEvents.Record
+    FastCheck.assert(
+      FastCheck.property(FastCheck.string({ unit: "binary", maxLength: 40 }), FastCheck.boolean(), FastCheck.integer({ min: 1, max: 1e9 }), (text, global, seq) => {
+        const item = Sse.itemOf(global, record(seq), "e")
+        if (item._tag !== "Delta") throw new Error("a delta is mergeable")
+        const whole = JSON.parse(item.data)
+        const payload = global ? whole.payload : whole
+        const want = { ...payload, properties: { ...payload.properties, delta: text } }
+        const merged = JSON.parse(item.render(seq, text))
+        expect(merged).toEqual(global ? { directory, payload: want } : want)
+        // Twice: the second render uses the template the first made.
+        expect(item.render(seq, text)).toBe(item.render(seq, text))
+      }),
+      { numRuns: 200 }
+    )
+  })
+})
 
 describe("Sse.stream", () => {
   it.scoped("a batch of deltas reaches every client of the shared feed as joined runs: the same text, exact ids, and another directory's client skips them", () =>

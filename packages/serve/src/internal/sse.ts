@@ -47,6 +47,11 @@ export interface Options {
   readonly canonicalOnly: boolean
   readonly heartbeat: Duration.DurationInput
   readonly maxLag: number
+  /**
+   * Completes when the server closes: the stream then ends (Node's server waits for every open
+   * connection). One waiting fiber per client, where `Stream.interruptWhen` forked one per frame.
+   */
+  readonly until?: Effect.Effect<void> | undefined
   /** The client's buffer: caps in events and bytes, stalls before it is dead. */
   readonly buffer?: Omit<SubscriberBuffer.Options, "cursor" | "epoch"> | undefined
 }
@@ -148,6 +153,7 @@ const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuf
     }
   }
   let deltaBytes: number | undefined
+  let template: { readonly head: string; readonly tail: string } | null | undefined
   // Rendered when first read: a delta that joins a pending frame never is (a client
   // behind in a storm merged 100,000 deltas into about 100 frames, each rendered once).
   return {
@@ -164,8 +170,25 @@ const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuf
     get deltaBytes() {
       return (deltaBytes ??= Buffer.byteLength(merge.delta, "utf8"))
     },
-    render: (seq, delta) => render(seq, merge.with(delta))
+    render: (seq, delta) => {
+      if (seq !== record.seq) return render(seq, merge.with(delta))
+      // A merged run's frame, rendered once per client that merged it: the JSON around the
+      // text is made once, shared by every client, and only the text is stringified.
+      template ??= templateOf(render(seq, merge.with(marker)))
+      return template === null ? render(seq, merge.with(delta)) : template.head + JSON.stringify(delta) + template.tail
+    }
   }
+}
+
+/** A text that no delta holds, to find where a rendered frame's text goes. */
+const marker = "\u0000skein-delta\u0000"
+const markerJson = JSON.stringify(marker)
+
+/** The JSON before and after the delta's text; `null` if the marker is not there exactly once. */
+const templateOf = (rendered: string): { readonly head: string; readonly tail: string } | null => {
+  const at = rendered.indexOf(markerJson)
+  if (at < 0 || rendered.indexOf(markerJson, at + 1) >= 0) return null
+  return { head: rendered.slice(0, at), tail: rendered.slice(at + markerJson.length) }
 }
 
 interface Shared {
@@ -295,66 +318,69 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     const joined = (options.buffer?.maxFrameBytes ?? 64 * 1024) >= runBytes
     // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
     // (`resumeAt` set) or closed.
-    const step = (chunk: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
-      Effect.suspend(() => {
-        const entries: Array<SubscriberBuffer.Entry> = []
-        // After each entry: what `received` and `countedThrough` become once it is in.
-        const marks: Array<number> = []
-        let counted = received
-        let through = countedThrough
-        const one = (record: Record) => {
-          // The shared feed may hand over a chunk that starts before what this client holds.
-          if (record.seq <= handed) return
-          if (!gets(record)) {
-            entries.push({ _tag: "Skip", seq: record.seq })
+    const step = (chunk: Chunk.Chunk<Record>): boolean | Effect.Effect<boolean> => {
+      const entries: Array<SubscriberBuffer.Entry> = []
+      // After each entry: what `received` and `countedThrough` become once it is in.
+      const marks: Array<number> = []
+      let counted = received
+      let through = countedThrough
+      const one = (record: Record) => {
+        // The shared feed may hand over a chunk that starts before what this client holds.
+        if (record.seq <= handed) return
+        if (!gets(record)) {
+          entries.push({ _tag: "Skip", seq: record.seq })
+          marks.push(counted)
+          return
+        }
+        // Only live events count (replay reads the disk at the client's pace), each once.
+        if (record.seq > through) {
+          through = record.seq
+          counted++
+        }
+        entries.push(itemOf(global, record, events.epoch))
+        marks.push(counted)
+      }
+      if (!joined) {
+        for (const record of chunk) one(record)
+      } else {
+        const { records, runs } = runsOf(global, chunk, events.epoch)
+        for (const run of runs) {
+          const first = records[run.start]!.seq
+          const last = records[run.end - 1]!.seq
+          if (last <= handed) continue
+          // A lone record, or a run this client holds part of: record by record.
+          if (run.end - run.start === 1 || first <= handed) {
+            for (let i = run.start; i < run.end; i++) one(records[i]!)
+            continue
+          }
+          // One session's records of one type: this client gets all of them or none.
+          if (!gets(records[run.start]!)) {
+            entries.push({ _tag: "Skip", seq: last })
             marks.push(counted)
-            return
+            continue
           }
-          // Only live events count (replay reads the disk at the client's pace), each once.
-          if (record.seq > through) {
-            through = record.seq
-            counted++
+          if (last > through) {
+            counted += last - Math.max(through, first - 1)
+            through = last
           }
-          entries.push(itemOf(global, record, events.epoch))
+          entries.push(run.item)
           marks.push(counted)
         }
-        if (!joined) {
-          for (const record of chunk) one(record)
-        } else {
-          const { records, runs } = runsOf(global, chunk, events.epoch)
-          for (const run of runs) {
-            const first = records[run.start]!.seq
-            const last = records[run.end - 1]!.seq
-            if (last <= handed) continue
-            // A lone record, or a run this client holds part of: record by record.
-            if (run.end - run.start === 1 || first <= handed) {
-              for (let i = run.start; i < run.end; i++) one(records[i]!)
-              continue
-            }
-            // One session's records of one type: this client gets all of them or none.
-            if (!gets(records[run.start]!)) {
-              entries.push({ _tag: "Skip", seq: last })
-              marks.push(counted)
-              continue
-            }
-            if (last > through) {
-              counted += last - Math.max(through, first - 1)
-              through = last
-            }
-            entries.push(run.item)
-            marks.push(counted)
-          }
-        }
-        return Effect.flatMap(buffer.tryOfferAll(entries), ({ accepted, outcome }) => {
-          if (accepted > 0) {
-            received = marks[accepted - 1]!
-            countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
-          }
-          if (accepted > 0) handed = Math.max(handed, entries[accepted - 1]!.seq)
-          if (outcome === "full") resumeAt = firstSeq(entries[accepted]!)
-          if (outcome === "closed") closed = true
-          return Effect.succeed(outcome === "accepted")
-        })
+      }
+      const { accepted, outcome, publish } = buffer.offerAllNow(entries)
+      if (accepted > 0) {
+        received = marks[accepted - 1]!
+        countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
+        handed = Math.max(handed, entries[accepted - 1]!.seq)
+      }
+      if (outcome === "full") resumeAt = firstSeq(entries[accepted]!)
+      if (outcome === "closed") closed = true
+      return publish === undefined ? outcome === "accepted" : Effect.as(publish, outcome === "accepted")
+    }
+    const stepEffect = (chunk: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        const more = step(chunk)
+        return typeof more === "boolean" ? Effect.succeed(more) : more
       })
     /**
      * Behind is the client's doing only while its buffer is full: a feed that
@@ -387,7 +413,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
           Stream.chunks,
           // takeWhile, not runForEachWhile: with the latter a stalled client's heap grew with the log.
           Stream.mapEffect((records) =>
-            Effect.map(step(records), (more) => {
+            Effect.map(stepEffect(records), (more) => {
               if (!more) return false
               waiting = events.live.tryAttach(handed, step)
               return waiting === undefined
@@ -411,6 +437,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     ).pipe(Effect.repeat(Schedule.spaced(Duration.decode(options.heartbeat))), Effect.delay(options.heartbeat))
     yield* Effect.forkScoped(feed(from))
     yield* Effect.forkScoped(heartbeat)
+    if (options.until !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.until, buffer.end))
     const end = Effect.fail(Option.none())
     return Stream.repeatEffectOption(Effect.flatMap(buffer.takeBytes, Option.match({ onNone: () => end, onSome: Effect.succeed })))
   })

@@ -57,6 +57,11 @@ export interface Offered {
   readonly outcome: "accepted" | "full" | "closed"
 }
 
+export interface OfferedNow extends Offered {
+  /** Publishes the client's progress; `undefined` when it did not move. */
+  readonly publish: Effect.Effect<void> | undefined
+}
+
 export interface Stats {
   readonly pendingEvents: number
   readonly pendingBytes: number
@@ -77,6 +82,12 @@ export interface SubscriberBuffer {
    * a chunk of the log: stops at the first event that does not fit, or once closed.
    */
   readonly tryOfferAll: (entries: ReadonlyArray<Entry>) => Effect.Effect<Offered>
+  /**
+   * `tryOfferAll` as a plain call, for the shared feed's hand-out to every
+   * client: no effect per client per chunk, only `publish` (the client's
+   * progress, when it moved) to run.
+   */
+  readonly offerAllNow: (entries: ReadonlyArray<Entry>) => OfferedNow
   /** Waits until an event fits (or the buffer closed). */
   readonly awaitRoom: Effect.Effect<void>
   /** Queues a control frame past the caps (connected, heartbeats, re-announced asks). */
@@ -87,6 +98,8 @@ export interface SubscriberBuffer {
   readonly take: Effect.Effect<Option.Option<string>>
   /** `take` as the bytes for the socket: lone events as the bytes every client of their format shares. */
   readonly takeBytes: Effect.Effect<Option.Option<Uint8Array>>
+  /** Drops what is pending and closes: `take` returns `None` (the server is closing). */
+  readonly end: Effect.Effect<void>
   /** Drops what is pending, queues `server.resync` (rendered with the cursor) and closes. */
   readonly resync: (render: (cursor: number) => string) => Effect.Effect<void>
   /** Called at each heartbeat: `"stalled"` when nothing was taken across `maxStalls` ticks with frames pending. */
@@ -123,12 +136,13 @@ const makeProgress = (delivered: SubscriptionRef.SubscriptionRef<number>, cursor
       waiting = false
       takenThrough = seen
     },
-    publish: Effect.suspend(() => {
+    /** The progress to publish, if it moved: `undefined` when it did not. */
+    publishNow: (): Effect.Effect<void> | undefined => {
       const now = waiting && idle() ? seen : written
-      if (now <= published) return Effect.void
+      if (now <= published) return undefined
       published = now
       return SubscriptionRef.set(delivered, now)
-    })
+    }
   }
 }
 
@@ -151,7 +165,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     let resynced = false
     let takes = 0
     const progress = makeProgress(delivered, options.cursor, () => frames.size() === 0)
-    const publish = progress.publish
+    const publish = Effect.suspend(() => progress.publishNow() ?? Effect.void)
 
     /** `true` when the item is in (or the buffer is closed), `false` when it must wait for room. */
     const tryOffer = (item: Item): boolean => {
@@ -183,25 +197,30 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         return Effect.as(publish, "accepted")
       })
 
+    const offerAllNow = (entries: ReadonlyArray<Entry>): OfferedNow => {
+      let accepted = 0
+      let outcome: Offered["outcome"] = "accepted"
+      for (const entry of entries) {
+        if (entry._tag === "Skip") {
+          skipNow(entry.seq)
+        } else if (closed) {
+          outcome = "closed"
+          break
+        } else if (tryOffer(entry)) {
+          progress.see(entry.seq)
+        } else {
+          outcome = "full"
+          break
+        }
+        accepted++
+      }
+      return { accepted, outcome, publish: progress.publishNow() }
+    }
     const offerAll = (entries: ReadonlyArray<Entry>): Effect.Effect<Offered> =>
       Effect.suspend(() => {
-        let accepted = 0
-        let outcome: Offered["outcome"] = "accepted"
-        for (const entry of entries) {
-          if (entry._tag === "Skip") {
-            skipNow(entry.seq)
-          } else if (closed) {
-            outcome = "closed"
-            break
-          } else if (tryOffer(entry)) {
-            progress.see(entry.seq)
-          } else {
-            outcome = "full"
-            break
-          }
-          accepted++
-        }
-        return Effect.as(publish, { accepted, outcome })
+        const { accepted, outcome, publish } = offerAllNow(entries)
+        const offered: Offered = { accepted, outcome }
+        return publish === undefined ? Effect.succeed(offered) : Effect.as(publish, offered)
       })
 
     const offer = (item: Item): Effect.Effect<void> =>
@@ -236,6 +255,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       offer,
       tryOffer: offerNow,
       tryOfferAll: offerAll,
+      offerAllNow,
       awaitRoom: room.await,
       control: (frame) =>
         Effect.sync(() => {
@@ -248,6 +268,12 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         }),
       take,
       takeBytes,
+      end: Effect.sync(() => {
+        frames.clear()
+        closed = true
+        readable.unsafeOpen()
+        room.unsafeOpen()
+      }),
       resync: (render) =>
         Effect.sync(() => {
           if (closed) return
