@@ -31,6 +31,7 @@ import { EventLog } from "@skein/store"
 import { IncomingMessage } from "node:http"
 import type { PermissionBroker } from "../PermissionBroker.js"
 import { eventId, type Record, type ServerEvents } from "../ServerEvents.js"
+import * as ChunkEntries from "./chunkEntries.js"
 import * as PendingFrames from "./pendingFrames.js"
 import * as SubscriberBuffer from "./subscriberBuffer.js"
 
@@ -315,58 +316,15 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
       (global ? options.visible?.(record.message.directory) ?? true : record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
     // Runs of deltas joined once for every client, unless this client's frames are capped smaller.
-    const joined = (options.buffer?.maxFrameBytes ?? 64 * 1024) >= runBytes
+    const shape: ChunkEntries.Shape = {
+      gets,
+      itemOf: (record) => itemOf(global, record, events.epoch),
+      runsOf: (options.buffer?.maxFrameBytes ?? 64 * 1024) >= runBytes ? (chunk) => runsOf(global, chunk, events.epoch) : undefined
+    }
     // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
-    // (`resumeAt` set) or closed.
+    // (`resumeAt` set) or closed; an effect when the client's progress is to be published.
     const step = (chunk: Chunk.Chunk<Record>): boolean | Effect.Effect<boolean> => {
-      const entries: Array<SubscriberBuffer.Entry> = []
-      // After each entry: what `received` and `countedThrough` become once it is in.
-      const marks: Array<number> = []
-      let counted = received
-      let through = countedThrough
-      const one = (record: Record) => {
-        // The shared feed may hand over a chunk that starts before what this client holds.
-        if (record.seq <= handed) return
-        if (!gets(record)) {
-          entries.push({ _tag: "Skip", seq: record.seq })
-          marks.push(counted)
-          return
-        }
-        // Only live events count (replay reads the disk at the client's pace), each once.
-        if (record.seq > through) {
-          through = record.seq
-          counted++
-        }
-        entries.push(itemOf(global, record, events.epoch))
-        marks.push(counted)
-      }
-      if (!joined) {
-        for (const record of chunk) one(record)
-      } else {
-        const { records, runs } = runsOf(global, chunk, events.epoch)
-        for (const run of runs) {
-          const first = records[run.start]!.seq
-          const last = records[run.end - 1]!.seq
-          if (last <= handed) continue
-          // A lone record, or a run this client holds part of: record by record.
-          if (run.end - run.start === 1 || first <= handed) {
-            for (let i = run.start; i < run.end; i++) one(records[i]!)
-            continue
-          }
-          // One session's records of one type: this client gets all of them or none.
-          if (!gets(records[run.start]!)) {
-            entries.push({ _tag: "Skip", seq: last })
-            marks.push(counted)
-            continue
-          }
-          if (last > through) {
-            counted += last - Math.max(through, first - 1)
-            through = last
-          }
-          entries.push(run.item)
-          marks.push(counted)
-        }
-      }
+      const { entries, marks } = ChunkEntries.entriesOf(chunk, { handed, received, countedThrough }, shape)
       const { accepted, outcome, publish } = buffer.offerAllNow(entries)
       if (accepted > 0) {
         received = marks[accepted - 1]!
