@@ -11,7 +11,9 @@ import { Canonical } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
 import { Permissions, Session, type SessionError } from "@skein/session"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -133,9 +135,41 @@ const logFailed = (options: Options, sessionID: string, error: EventLog.EventLog
     ]))
   })
 
+/** The most items a batch of the pump holds. */
+const maxBatch = 1024
+
+/**
+ * While the CLI streams, the pump takes one batch per window at most: each
+ * batch is one write to the log and one hand-out to every client, whatever
+ * it holds, so a storm of single-line reads cost a batch per line. Text still
+ * moves at this pace (about 60 frames a second). After a quiet window the
+ * first item goes at once.
+ */
+const windowMillis = 16
+
+/** The window runs on the live clock: it paces the work, it is no timeout a test steps through. */
+const liveClock = Clock.make()
+
+/** The inbox's next batch: one item at least, and whatever else arrived within the window since the last one. */
+const batches = (inbox: Queue.Queue<Item>) => {
+  let last = Number.NEGATIVE_INFINITY
+  const taken = <A>(a: A) => {
+    last = performance.now()
+    return a
+  }
+  return Effect.flatMap(Queue.takeBetween(inbox, 1, maxBatch), (first) => {
+    const wait = last + windowMillis - performance.now()
+    if (wait <= 0 || first.length >= maxBatch) return Effect.succeed(taken(first))
+    return liveClock.sleep(Duration.millis(wait)).pipe(
+      Effect.zipRight(Queue.takeUpTo(inbox, maxBatch - first.length)),
+      Effect.map((rest) => taken(Chunk.appendAll(first, rest)))
+    )
+  })
+}
+
 /** Runs the pump over the inbox until the log refuses a write; then `pumpFailed` completes. */
 const runPump = (options: Options, inbox: Queue.Queue<Item>, pump: LivePump.LivePump, pumpFailed: Deferred.Deferred<void>) =>
-  Queue.takeBetween(inbox, 1, 1024).pipe(
+  batches(inbox).pipe(
     Effect.flatMap(pump.pumpBatch),
     Effect.forever,
     Effect.catchAll((error) =>

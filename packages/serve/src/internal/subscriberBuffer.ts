@@ -4,7 +4,9 @@
  * The log feeds it; the socket takes everything pending at once, as one
  * write. While frames wait (the socket is busy: the client is behind), a
  * delta joins the pending delta of the same part and field instead of
- * queueing, so a slow client gets fewer, larger frames. When neither fits,
+ * queueing, so a slow client gets fewer, larger frames. (Deltas of one part
+ * that reach the log together come as one item already: `sse.ts` joins each
+ * chunk's runs once for every client.) When neither fits,
  * the feeder waits: the rest stays on disk, never in memory. A client that
  * takes nothing across `maxStalls` heartbeat ticks, or that the feeder finds
  * too far behind, is sent `server.resync` and dropped.
