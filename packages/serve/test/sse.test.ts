@@ -166,7 +166,7 @@ describe("Sse.itemOf", () => {
         // Twice: the second render uses the template the first made.
         expect(item.render(seq, text)).toBe(item.render(seq, text))
       }),
-      { numRuns: 200 }
+      { numRuns: 100 }
     )
   })
 })
