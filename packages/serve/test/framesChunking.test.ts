@@ -84,7 +84,7 @@ const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: R
     const chunk = specs.slice(next, next + size)
     const items = (make: (s: Spec, seq: number) => PendingFrames.Item) => {
       const made = chunk.map((s, i) => make(s, next + i + 1))
-      return join ? PendingFrames.coalesce(made, 12, encodedOf).map((r) => r.item) : made
+      return join ? PendingFrames.coalesce(made, 12, encodedOf).flatMap((group) => group.joined.map((j) => j.item)) : made
     }
     for (const item of items(itemOf)) expect(asText.add(item)).toBe(true)
     for (const item of items(itemOf)) expect(asBytes.add(item)).toBe(true)
@@ -134,24 +134,31 @@ describe("frames in any chunking", () => {
     )
   })
 
-  it("joined per chunk, keep each run's events in one item: from its first seq to its last, the text in order", () => {
+  it("joined per chunk, each stretch of deltas is one item per key: from the key's first seq to its last, its text in order", () => {
     FastCheck.assert(
       FastCheck.property(FastCheck.array(spec, { minLength: 1, maxLength: 40 }), (specs) => {
         const items = specs.map((s, i) => itemOf(s, i + 1))
-        const runs = PendingFrames.coalesce(items, 12, encodedOf)
-        // The runs tile the chunk, in order.
-        expect(runs.map((r) => [r.start, r.end])).toEqual(runs.map((r, i) => [i === 0 ? 0 : runs[i - 1]!.end, r.end]))
-        expect(runs[runs.length - 1]!.end).toBe(items.length)
-        for (const { end, item, start } of runs) {
-          const carried = items.slice(start, end)
-          expect(item.seq).toBe(end)
-          expect(item._tag === "Delta" ? item.first ?? item.seq : item.seq).toBe(start + 1)
-          if (end - start > 1) {
-            expect(carried.every((c) => c._tag === "Delta" && item._tag === "Delta" && c.key === item.key)).toBe(true)
-            expect(item._tag === "Delta" && item.delta).toBe(carried.map((c) => c._tag === "Delta" ? c.delta : "").join(""))
-            expect(JSON.parse(item.data)).toEqual(JSON.parse(carried[carried.length - 1]!._tag === "Delta"
-              ? (carried[carried.length - 1] as PendingFrames.Delta).render(end, carried.map((c) => (c as PendingFrames.Delta).delta).join(""))
-              : ""))
+        const groups = PendingFrames.coalesce(items, 12, encodedOf)
+        // The groups tile the chunk, in order.
+        expect(groups[0]!.start).toBe(0)
+        groups.forEach((g, i) => expect(g.end).toBe(i + 1 < groups.length ? groups[i + 1]!.start : items.length))
+        for (const { end, joined, start } of groups) {
+          const stretch = items.slice(start, end)
+          // Every item of the stretch is carried once, by the item of its key.
+          expect(joined.reduce((n, j) => n + j.count, 0)).toBe(stretch.length)
+          if (stretch.length === 1) {
+            expect(joined.map((j) => j.item)).toEqual(stretch)
+            continue
+          }
+          for (const { at, count, item } of joined) {
+            if (item._tag !== "Delta") throw new Error("a stretch of more than one item holds deltas only")
+            const mine = stretch.filter((c): c is PendingFrames.Delta => c._tag === "Delta" && c.key === item.key)
+            expect(mine.length).toBe(count)
+            expect(at).toBe(mine[0]!.seq - 1)
+            expect(item.first ?? item.seq).toBe(mine[0]!.seq)
+            expect(item.seq).toBe(mine[count - 1]!.seq)
+            expect(item.delta).toBe(mine.map((c) => c.delta).join(""))
+            expect(JSON.parse(item.data)).toEqual(JSON.parse(mine[count - 1]!.render(item.seq, item.delta)))
           }
         }
       }),

@@ -114,10 +114,24 @@ const connectWith = (events: ServerEvents.ServerEvents["Type"], lastEventId: str
   })
 
 /** A live client of `dir` (`undefined`: `/global/event`), read as text until `done` says so. */
-const readUntil = (events: ServerEvents.ServerEvents["Type"], dir: string | undefined, done: (frames: ReadonlyArray<Frame>) => boolean) =>
+const readUntil = (
+  events: ServerEvents.ServerEvents["Type"],
+  dir: string | undefined,
+  done: (frames: ReadonlyArray<Frame>) => boolean,
+  client: { readonly canonicalOnly?: boolean; readonly maxEvents?: number } = {}
+) =>
   Effect.gen(function*() {
     const broker = yield* PermissionBroker.make()
-    const stream = yield* Sse.stream({ events, broker, directory: dir, lastEventId: undefined, canonicalOnly: true, heartbeat: "1 hour", maxLag: 100_000 })
+    const stream = yield* Sse.stream({
+      events,
+      broker,
+      directory: dir,
+      lastEventId: undefined,
+      canonicalOnly: client.canonicalOnly ?? true,
+      heartbeat: "1 hour",
+      maxLag: 100_000,
+      buffer: { maxEvents: client.maxEvents }
+    })
     let text = ""
     const frames = () =>
       text.split("\n\n").filter((raw) => raw.includes("data: ")).map((raw): Frame => {
@@ -144,6 +158,19 @@ const readUntil = (events: ServerEvents.ServerEvents["Type"], dir: string | unde
   })
 
 const delta = (i: number) => Canonical.event("message.part.delta", { sessionID: "ses_run", messageID: "msg_run", partID: "prt_run", field: "text", delta: `${i};` })
+
+/** The legacy raw copy of a text delta, as the translator dual-writes it. */
+const rawDelta = (i: number) =>
+  Canonical.event("session.stream_event", {
+    sessionID: "ses_run",
+    message: { type: "stream_event", parent_tool_use_id: null, event: { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: `${i};` } } }
+  })
+
+const rawText = (frames: ReadonlyArray<Frame>) =>
+  frames.filter((f) => f.type === "session.stream_event").map((f) => {
+    const message = f.properties["message"] as { event: { delta: { text: string } } }
+    return message.event.delta.text
+  }).join("")
 
 const infos = (n: number) => Array.from({ length: n }, (_, i) => Canonical.event("session.info", { sessionID: "ses_lag", message: `event ${i}` }))
 
@@ -198,6 +225,28 @@ describe("Sse.stream", () => {
       const others = yield* Fiber.join(other)
       expect(others.filter((f) => f.type === "message.part.delta")).toEqual([])
       expect(others.find((f) => f.type === "session.idle")!.id).toBe(theirs[0]!.seq)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a delta and its legacy copy, interleaved in the log, are joined per kind: each client gets every text once, ids in order up to the last event", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const events = yield* ServerEvents.make({ dir: yield* fs.makeTempDirectoryScoped({ prefix: "skein-sse-pairs-" }) })
+      const idle = (frames: ReadonlyArray<Frame>) => frames.some((f) => f.type === "session.idle")
+      const legacy = yield* readUntil(events, directory, idle, { canonicalOnly: false })
+      const canonical = yield* readUntil(events, directory, idle, { canonicalOnly: true })
+      // Too small for a chunk's joined items: it takes the chunk record by record.
+      const small = yield* readUntil(events, directory, idle, { canonicalOnly: false, maxEvents: 3 })
+      const batch = [...Array.from({ length: 300 }, (_, i) => [delta(i), rawDelta(i)]).flat(), Canonical.event("session.idle", { sessionID: "ses_run" })]
+      const records = yield* events.publish(directory, batch)
+      const want = Array.from({ length: 300 }, (_, i) => `${i};`).join("")
+      const last = records.at(-1)!.seq
+      for (const [frames, raw] of [[yield* Fiber.join(legacy), want], [yield* Fiber.join(canonical), ""], [yield* Fiber.join(small), want]] as const) {
+        expect(deltaText(frames)).toBe(want)
+        expect(rawText(frames)).toBe(raw)
+        const ids = frames.flatMap((f) => f.id === undefined ? [] : [f.id])
+        expect(ids).toEqual([...ids].sort((a, b) => a - b))
+        expect(frames.find((f) => f.type === "session.idle")!.id).toBe(last)
+      }
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a canonical-only client's lag counts only canonical events: 150 records behind, 75 of them its own, within maxLag 100", () =>

@@ -6,6 +6,7 @@
  */
 import type * as Chunk from "effect/Chunk"
 import type { Record } from "../ServerEvents.js"
+import type * as PendingFrames from "./pendingFrames.js"
 import type * as SubscriberBuffer from "./subscriberBuffer.js"
 
 export interface Cursor {
@@ -25,7 +26,7 @@ export interface Shape {
   /** The chunk's runs, shared by every client of the format; `undefined`: record by record. */
   readonly runsOf: ((chunk: Chunk.Chunk<Record>) => {
     readonly records: ReadonlyArray<Record>
-    readonly runs: ReadonlyArray<{ readonly item: SubscriberBuffer.Item; readonly start: number; readonly end: number }>
+    readonly runs: ReadonlyArray<PendingFrames.Group>
   }) | undefined
 }
 
@@ -33,6 +34,12 @@ export interface Entries {
   readonly entries: Array<SubscriberBuffer.Entry>
   /** After each entry: what `received` becomes once it is in. */
   readonly marks: Array<number>
+  /**
+   * Items whose events interleave with another's (a delta and its legacy
+   * copy): their seqs are not in order, so the chunk must go in whole or
+   * record by record (a buffer that took part of it could not resume at one seq).
+   */
+  readonly interleaved: boolean
 }
 
 export const entriesOf = (chunk: Chunk.Chunk<Record>, cursor: Cursor, shape: Shape): Entries => {
@@ -59,30 +66,44 @@ export const entriesOf = (chunk: Chunk.Chunk<Record>, cursor: Cursor, shape: Sha
   }
   if (shape.runsOf === undefined) {
     for (const record of chunk) one(record)
-    return { entries, marks }
+    return { entries, marks, interleaved: false }
   }
   const { records, runs } = shape.runsOf(chunk)
+  // The skips of interleaved items go last: a skip moves the cursor over every seq below it.
+  const skips: Array<number> = []
+  let interleaved = false
   for (const run of runs) {
     const first = records[run.start]!.seq
     const last = records[run.end - 1]!.seq
     if (last <= handed) continue
-    // A lone record, or a run this client holds part of: record by record.
-    if (run.end - run.start === 1 || first <= handed) {
+    // A lone record, a stretch this client holds part of, or counted in part: record by record.
+    if (run.end - run.start === 1 || first <= handed || first <= through) {
       for (let i = run.start; i < run.end; i++) one(records[i]!)
       continue
     }
-    // One session's records of one type: this client gets all of them or none.
-    if (!shape.gets(records[run.start]!)) {
-      entries.push({ _tag: "Skip", seq: last })
+    const mixed = run.joined.length > 1
+    let taken = 0
+    for (const { at, count, item } of run.joined) {
+      // One session's records of one key: this client gets all of them or none.
+      if (!shape.gets(records[at]!)) {
+        if (mixed) skips.push(item.seq)
+        else {
+          entries.push({ _tag: "Skip", seq: item.seq })
+          marks.push(counted)
+        }
+        continue
+      }
+      // Two of a stretch's keys for this client: their seqs interleave.
+      interleaved ||= ++taken > 1
+      counted += count
+      entries.push(item)
       marks.push(counted)
-      continue
     }
-    if (last > through) {
-      counted += last - Math.max(through, first - 1)
-      through = last
-    }
-    entries.push(run.item)
+    through = last
+  }
+  for (const seq of skips) {
+    entries.push({ _tag: "Skip", seq })
     marks.push(counted)
   }
-  return { entries, marks }
+  return { entries, marks, interleaved }
 }

@@ -167,35 +167,64 @@ export const joinDeltas = (
   }
 }
 
+/** One item of a group: the events it carries and where the first of them is in the chunk. */
+export interface Joined {
+  readonly item: Item
+  /** How many of the chunk's items it carries. */
+  readonly count: number
+  /** The index of its first item in the chunk. */
+  readonly at: number
+}
+
+/** A stretch of one chunk, `[start, end)`, as one item per key (ordered by their first event). */
+export interface Group {
+  readonly joined: ReadonlyArray<Joined>
+  readonly start: number
+  readonly end: number
+}
+
 /**
- * The items of one chunk of the log with each run of same-key deltas joined
- * (`joinDeltas`), a run growing to `maxBytes` of delta text at most. `joins`
- * says whether the next item may join the run before it (the caller's rules:
- * the same session, no gap in the log).
+ * The items of one chunk of the log in groups: each stretch of deltas (of up
+ * to `maxKeys` keys, interleaved as a delta and its legacy copy are) becomes
+ * one item per key (`joinDeltas`), a key's text growing to `maxBytes` at
+ * most; any other item is a group of its own. `joins` says whether the next
+ * item may join the stretch before it (the caller's rules: the same
+ * session, no gap in the log).
  */
 export const coalesce = (
   items: ReadonlyArray<Item>,
   maxBytes: number,
   encode: (seq: number, data: string) => Encoded,
-  joins: (previous: number, next: number) => boolean = () => true
-): Array<{ readonly item: Item; readonly start: number; readonly end: number }> => {
-  const out: Array<{ readonly item: Item; readonly start: number; readonly end: number }> = []
+  joins: (previous: number, next: number) => boolean = () => true,
+  maxKeys = 4
+): Array<Group> => {
+  const out: Array<Group> = []
   let i = 0
   while (i < items.length) {
     const head = items[i]!
-    let j = i + 1
-    if (head._tag === "Delta") {
-      let bytes = head.deltaBytes ?? byteLength(head.delta)
-      while (j < items.length) {
-        const next = items[j]!
-        if (next._tag !== "Delta" || next.key !== head.key || !joins(j - 1, j)) break
-        const size = next.deltaBytes ?? byteLength(next.delta)
-        if (bytes + size > maxBytes) break
-        bytes += size
-        j++
-      }
+    if (head._tag !== "Delta") {
+      out.push({ joined: [{ item: head, count: 1, at: i }], start: i, end: i + 1 })
+      i++
+      continue
     }
-    out.push({ item: j - i === 1 ? head : joinDeltas(items.slice(i, j) as ReadonlyArray<Delta>, encode), start: i, end: j })
+    const keys = new Map<string, { deltas: Array<Delta>; bytes: number; at: number }>()
+    let j = i
+    while (j < items.length) {
+      const next = items[j]!
+      if (next._tag !== "Delta" || (j > i && !joins(j - 1, j))) break
+      const key = keys.get(next.key)
+      if (key === undefined && keys.size >= maxKeys) break
+      const size = next.deltaBytes ?? byteLength(next.delta)
+      if (key !== undefined && key.bytes + size > maxBytes) break
+      if (key === undefined) keys.set(next.key, { deltas: [next], bytes: size, at: j })
+      else {
+        key.deltas.push(next)
+        key.bytes += size
+      }
+      j++
+    }
+    const joined = Array.from(keys.values(), (k): Joined => ({ item: joinDeltas(k.deltas, encode), count: k.deltas.length, at: k.at }))
+    out.push({ joined, start: i, end: j })
     i = j
   }
   return out
@@ -284,6 +313,8 @@ const renderWith = (
 export interface PendingFrames {
   /** Merges or queues the item: `false` when it does not fit. */
   readonly add: (item: Item) => boolean
+  /** Whether every item fits, each as a frame of its own (so as merged too): the caps leave room for all of them. */
+  readonly fitsAll: (items: ReadonlyArray<Item>) => boolean
   /** Queues a control frame past the caps; at most one of a `kind`. */
   readonly control: (control: Control) => void
   /** Everything pending, oldest first; the queue is empty after. */
@@ -328,6 +359,13 @@ export const make = (caps: Caps): PendingFrames => {
       events++
       bytes += size
       return true
+    },
+    fitsAll: (items) => {
+      let size = 0
+      for (const item of items) {
+        size += Math.max(item.encoded?.size ?? byteLength(item.data), item._tag === "Delta" ? item.deltaBytes ?? byteLength(item.delta) : 0)
+      }
+      return events + items.length <= caps.maxEvents && bytes + size <= caps.maxBytes
     },
     control: (control) => {
       if (control.kind !== undefined && frames.some((frame) => frame.control?.kind === control.kind)) return

@@ -217,30 +217,24 @@ export const itemOf = (global: boolean, record: Record, epoch: string): Subscrib
 /** How much delta text a run shared by every client joins at most: within any client's frame cap but the smallest. */
 export const runBytes = 16 * 1024
 
-/** A run of a chunk's records as one item: `records[start..end)`, the same session's. */
-export interface Run {
-  readonly item: SubscriberBuffer.Item
-  readonly start: number
-  readonly end: number
-}
-
 interface ChunkRuns {
   readonly epoch: string
   readonly records: ReadonlyArray<Record>
-  event?: ReadonlyArray<Run>
-  global?: ReadonlyArray<Run>
+  event?: ReadonlyArray<PendingFrames.Group>
+  global?: ReadonlyArray<PendingFrames.Group>
 }
 
 /** Each chunk the shared feed hands out, as runs per format, made once for every client it is handed to. */
 const chunkRuns = new WeakMap<Chunk.Chunk<Record>, ChunkRuns>()
 
 /**
- * The chunk's records as items, with each run of deltas of one part (one
- * session's, without a gap in the log) joined into one: a client adds one
- * item per run, and a client with nothing pending writes the run's frame as
- * the bytes every client of its format shares.
+ * The chunk's records as items, with each stretch of deltas (one session's,
+ * without a gap in the log; a delta and its legacy copy interleave) joined
+ * into one item per part and kind: a client adds one item per key of the
+ * stretch, and a client with nothing pending writes its frame as the bytes
+ * every client of its format shares.
  */
-export const runsOf = (global: boolean, chunk: Chunk.Chunk<Record>, epoch: string): { readonly records: ReadonlyArray<Record>; readonly runs: ReadonlyArray<Run> } => {
+export const runsOf = (global: boolean, chunk: Chunk.Chunk<Record>, epoch: string): { readonly records: ReadonlyArray<Record>; readonly runs: ReadonlyArray<PendingFrames.Group> } => {
   let entry = chunkRuns.get(chunk)
   if (entry === undefined || entry.epoch !== epoch) chunkRuns.set(chunk, entry = { epoch, records: Chunk.toReadonlyArray(chunk) })
   const records = entry.records
@@ -324,12 +318,19 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
     // (`resumeAt` set) or closed; an effect when the client's progress is to be published.
     const step = (chunk: Chunk.Chunk<Record>): boolean | Effect.Effect<boolean> => {
-      const { entries, marks } = ChunkEntries.entriesOf(chunk, { handed, received, countedThrough }, shape)
+      const cursor = { handed, received, countedThrough }
+      const joined = ChunkEntries.entriesOf(chunk, cursor, shape)
+      // Interleaved items go in whole; when they do not all fit, the chunk goes record by record.
+      const { entries, marks } = joined.interleaved && !buffer.fitsAll(joined.entries)
+        ? ChunkEntries.entriesOf(chunk, cursor, { ...shape, runsOf: undefined })
+        : joined
       const { accepted, outcome, publish } = buffer.offerAllNow(entries)
       if (accepted > 0) {
         received = marks[accepted - 1]!
-        countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
-        handed = Math.max(handed, entries[accepted - 1]!.seq)
+        let newest = handed
+        for (let i = 0; i < accepted; i++) newest = Math.max(newest, entries[i]!.seq)
+        countedThrough = Math.max(countedThrough, newest)
+        handed = newest
       }
       if (outcome === "full") resumeAt = firstSeq(entries[accepted]!)
       if (outcome === "closed") closed = true

@@ -90,6 +90,8 @@ export interface SubscriberBuffer {
    * progress, when it moved) to run.
    */
   readonly offerAllNow: (entries: ReadonlyArray<Entry>) => OfferedNow
+  /** Whether all the entries' events fit now, whatever merges (a closed buffer takes anything). */
+  readonly fitsAll: (entries: ReadonlyArray<Entry>) => boolean
   /** Waits until an event fits (or the buffer closed). */
   readonly awaitRoom: Effect.Effect<void>
   /** Queues a control frame past the caps (connected, heartbeats, re-announced asks). */
@@ -258,6 +260,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       tryOffer: offerNow,
       tryOfferAll: offerAll,
       offerAllNow,
+      fitsAll: (entries) => closed || frames.fitsAll(entries.filter((entry): entry is Item => entry._tag !== "Skip")),
       awaitRoom: room.await,
       control: (frame) =>
         Effect.sync(() => {
