@@ -70,7 +70,8 @@ export interface Frame {
   deltas: Array<string>
   data: string
   bytes: number
-  render: ((seq: number, delta: string) => string) | undefined
+  /** The newest delta merged in: it renders a merged run's frame (`render`, called on it). */
+  source: Delta | undefined
   readonly control: Control | undefined
   /** The event's shared bytes, while the frame holds that one event alone. */
   encoded: Encoded | undefined
@@ -108,14 +109,14 @@ export const frameOf = (item: Item, size: number): Frame => ({
   deltas: item._tag === "Delta" ? [item.delta] : [],
   data: item.data,
   bytes: size,
-  render: item._tag === "Delta" ? item.render : undefined,
+  source: item._tag === "Delta" ? item : undefined,
   control: undefined,
   encoded: item.encoded
 })
 
 /** A frame's `data:` JSON: a lone event's as rendered, a merged run's rendered now. */
 const dataOf = (frame: Frame): string => {
-  if (frame.deltas.length > 1 && frame.render !== undefined && frame.seq !== undefined) return frame.render(frame.seq, frame.deltas.join(""))
+  if (frame.deltas.length > 1 && frame.source !== undefined && frame.seq !== undefined) return frame.source.render(frame.seq, frame.deltas.join(""))
   return frame.data
 }
 
@@ -126,7 +127,7 @@ export const controlFrame = (control: Control): Frame => ({
   deltas: [],
   data: "",
   bytes: 0,
-  render: undefined,
+  source: undefined,
   control,
   encoded: undefined
 })
@@ -163,7 +164,7 @@ export const joinDeltas = (
     get encoded() {
       return (encoded ??= encode(newest.seq, this.data))
     },
-    render: newest.render
+    render: (seq, text) => newest.render(seq, text)
   }
 }
 
@@ -336,7 +337,7 @@ export const make = (caps: Caps): PendingFrames => {
     const extra = item.deltaBytes ?? byteLength(item.delta)
     frame.deltas.push(item.delta)
     frame.seq = item.seq
-    frame.render = item.render
+    frame.source = item
     frame.encoded = undefined
     frame.bytes += extra
     bytes += extra

@@ -68,7 +68,6 @@ const wrap = (global: boolean, directory: string, payload: Payload, id: string) 
 interface Mergeable {
   readonly key: string
   readonly delta: string
-  readonly with: (delta: string) => Payload
 }
 
 const isRecord = (u: unknown): u is { readonly [key: string]: unknown } => typeof u === "object" && u !== null
@@ -96,31 +95,36 @@ export const mergeable = (payload: Payload): Mergeable | undefined => {
     case "message.part.delta": {
       const delta = p["delta"]
       if (!Predicate.isString(delta) || !Predicate.isString(p["partID"])) return undefined
-      return { key: `d ${p["partID"]} ${String(p["field"])}`, delta, with: (text) => ({ type: payload.type, properties: { ...p, delta: text } }) }
+      return { key: `d ${p["partID"]} ${String(p["field"])}`, delta }
     }
     case "message.part.updated": {
       const delta = p["delta"]
       const part = p["part"]
       if (!Predicate.isString(delta) || !isRecord(part) || !Predicate.isString(part["id"])) return undefined
-      return { key: `u ${part["id"]}`, delta, with: (text) => ({ type: payload.type, properties: { ...p, delta: text } }) }
+      return { key: `u ${part["id"]}`, delta }
     }
     case "session.stream_event": {
       const message = p["message"]
       if (!isRecord(message)) return undefined
       const raw = rawDelta(message["event"])
       if (raw === undefined) return undefined
-      const event = message["event"]
-      return {
-        key: `s ${String(p["sessionID"])} ${String(message["parent_tool_use_id"])} ${String(raw.index)} ${raw.type}`,
-        delta: raw.text,
-        with: (text) => ({
-          type: payload.type,
-          properties: { ...p, message: { ...message, event: isRecord(event) ? { ...event, delta: { type: raw.type, [raw.field]: text } } : event } }
-        })
-      }
+      return { key: `s ${String(p["sessionID"])} ${String(message["parent_tool_use_id"])} ${String(raw.index)} ${raw.type}`, delta: raw.text }
     }
     default:
       return undefined
+  }
+}
+
+/** A mergeable payload with its delta's text replaced: the newest event's fields, a merged run's text. */
+const withDelta = (payload: Payload, text: string): Payload => {
+  const p = payload.properties as { readonly [key: string]: unknown }
+  if (payload.type !== "session.stream_event") return { type: payload.type, properties: { ...p, delta: text } }
+  const message = p["message"] as { readonly [key: string]: unknown }
+  const event = message["event"]
+  const raw = rawDelta(event)!
+  return {
+    type: payload.type,
+    properties: { ...p, message: { ...message, event: isRecord(event) ? { ...event, delta: { type: raw.type, [raw.field]: text } } : event } }
   }
 }
 
@@ -134,51 +138,64 @@ const encodedOf = (epoch: string, seq: number, data: string): SubscriberBuffer.E
   return { size: frame.length - head.length - 2, frame }
 }
 
-/** The record as the buffer's item, rendered and encoded on first use. */
+/** The record's frame JSON, with `payload` in place of its own. */
+const renderOf = (global: boolean, record: Record, seq: number, payload: Payload) =>
+  JSON.stringify(wrap(global, record.message.directory, payload, eventId(seq)))
+
+/**
+ * A logged event as the buffer's item, rendered and encoded on first use.
+ * Classes, not object literals of closures: one is made per record, for each
+ * format.
+ */
+abstract class RenderedItem {
+  readonly seq: number
+  private rendered: string | undefined
+  private bytes: SubscriberBuffer.Encoded | undefined
+  constructor(readonly record: Record, readonly global: boolean, readonly epoch: string) {
+    this.seq = record.seq
+  }
+  get data(): string {
+    return (this.rendered ??= renderOf(this.global, this.record, this.seq, this.record.message.payload))
+  }
+  get encoded(): SubscriberBuffer.Encoded {
+    return (this.bytes ??= encodedOf(this.epoch, this.seq, this.data))
+  }
+}
+
+class EventItem extends RenderedItem implements PendingFrames.Event {
+  readonly _tag = "Event"
+}
+
+/**
+ * A delta as the buffer's item. Rendered when first read: a delta that joins
+ * a pending frame never is (a client behind in a storm merged 100,000 deltas
+ * into about 100 frames, each rendered once).
+ */
+class DeltaItem extends RenderedItem implements PendingFrames.Delta {
+  readonly _tag = "Delta"
+  private size: number | undefined
+  private template: { readonly head: string; readonly tail: string } | null | undefined
+  constructor(record: Record, global: boolean, epoch: string, readonly key: string, readonly delta: string) {
+    super(record, global, epoch)
+  }
+  get deltaBytes(): number {
+    return (this.size ??= Buffer.byteLength(this.delta, "utf8"))
+  }
+  render(seq: number, delta: string): string {
+    const payload = this.record.message.payload
+    if (seq !== this.seq) return renderOf(this.global, this.record, seq, withDelta(payload, delta))
+    // A merged run's frame, rendered once per client that merged it: the JSON around the
+    // text is made once, shared by every client, and only the text is stringified.
+    this.template ??= templateOf(renderOf(this.global, this.record, seq, withDelta(payload, marker)))
+    return this.template === null
+      ? renderOf(this.global, this.record, seq, withDelta(payload, delta))
+      : this.template.head + JSON.stringify(delta) + this.template.tail
+  }
+}
+
 const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuffer.Item => {
-  const { directory, payload } = record.message
-  const render = (seq: number, p: Payload) => JSON.stringify(wrap(global, directory, p, eventId(seq)))
-  const merge = mergeable(payload)
-  let data: string | undefined
-  let encoded: SubscriberBuffer.Encoded | undefined
-  if (merge === undefined) {
-    return {
-      _tag: "Event",
-      seq: record.seq,
-      get data() {
-        return (data ??= render(record.seq, payload))
-      },
-      get encoded() {
-        return (encoded ??= encodedOf(epoch, record.seq, this.data))
-      }
-    }
-  }
-  let deltaBytes: number | undefined
-  let template: { readonly head: string; readonly tail: string } | null | undefined
-  // Rendered when first read: a delta that joins a pending frame never is (a client
-  // behind in a storm merged 100,000 deltas into about 100 frames, each rendered once).
-  return {
-    _tag: "Delta",
-    seq: record.seq,
-    key: merge.key,
-    delta: merge.delta,
-    get data() {
-      return (data ??= render(record.seq, payload))
-    },
-    get encoded() {
-      return (encoded ??= encodedOf(epoch, record.seq, this.data))
-    },
-    get deltaBytes() {
-      return (deltaBytes ??= Buffer.byteLength(merge.delta, "utf8"))
-    },
-    render: (seq, delta) => {
-      if (seq !== record.seq) return render(seq, merge.with(delta))
-      // A merged run's frame, rendered once per client that merged it: the JSON around the
-      // text is made once, shared by every client, and only the text is stringified.
-      template ??= templateOf(render(seq, merge.with(marker)))
-      return template === null ? render(seq, merge.with(delta)) : template.head + JSON.stringify(delta) + template.tail
-    }
-  }
+  const merge = mergeable(record.message.payload)
+  return merge === undefined ? new EventItem(record, global, epoch) : new DeltaItem(record, global, epoch, merge.key, merge.delta)
 }
 
 /** A text that no delta holds, to find where a rendered frame's text goes. */
