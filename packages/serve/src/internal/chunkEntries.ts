@@ -42,30 +42,38 @@ export interface Entries {
   readonly interleaved: boolean
 }
 
-export const entriesOf = (chunk: Chunk.Chunk<Record>, cursor: Cursor, shape: Shape): Entries => {
-  const entries: Array<SubscriberBuffer.Entry> = []
-  const marks: Array<number> = []
-  const { handed } = cursor
-  let counted = cursor.received
-  let through = cursor.countedThrough
-  const one = (record: Record) => {
-    // The shared feed may hand over a chunk that starts before what this client holds.
-    if (record.seq <= handed) return
-    if (!shape.gets(record)) {
-      entries.push({ _tag: "Skip", seq: record.seq })
-      marks.push(counted)
-      return
-    }
-    // Only live events count (replay reads the disk at the client's pace), each once.
-    if (record.seq > through) {
-      through = record.seq
-      counted++
-    }
-    entries.push(shape.itemOf(record))
-    marks.push(counted)
+/** What `entriesOf` builds as it goes: one object per call, no closure per client per chunk. */
+interface Building {
+  readonly entries: Array<SubscriberBuffer.Entry>
+  readonly marks: Array<number>
+  readonly handed: number
+  counted: number
+  through: number
+}
+
+/** One record on its own: a skip, or its item (counted once if live). */
+const one = (b: Building, shape: Shape, record: Record) => {
+  // The shared feed may hand over a chunk that starts before what this client holds.
+  if (record.seq <= b.handed) return
+  if (!shape.gets(record)) {
+    b.entries.push({ _tag: "Skip", seq: record.seq })
+    b.marks.push(b.counted)
+    return
   }
+  // Only live events count (replay reads the disk at the client's pace), each once.
+  if (record.seq > b.through) {
+    b.through = record.seq
+    b.counted++
+  }
+  b.entries.push(shape.itemOf(record))
+  b.marks.push(b.counted)
+}
+
+export const entriesOf = (chunk: Chunk.Chunk<Record>, cursor: Cursor, shape: Shape): Entries => {
+  const b: Building = { entries: [], marks: [], handed: cursor.handed, counted: cursor.received, through: cursor.countedThrough }
+  const { entries, marks, handed } = b
   if (shape.runsOf === undefined) {
-    for (const record of chunk) one(record)
+    for (const record of chunk) one(b, shape, record)
     return { entries, marks, interleaved: false }
   }
   const { records, runs } = shape.runsOf(chunk)
@@ -77,8 +85,8 @@ export const entriesOf = (chunk: Chunk.Chunk<Record>, cursor: Cursor, shape: Sha
     const last = records[run.end - 1]!.seq
     if (last <= handed) continue
     // A lone record, a stretch this client holds part of, or counted in part: record by record.
-    if (run.end - run.start === 1 || first <= handed || first <= through) {
-      for (let i = run.start; i < run.end; i++) one(records[i]!)
+    if (run.end - run.start === 1 || first <= handed || first <= b.through) {
+      for (let i = run.start; i < run.end; i++) one(b, shape, records[i]!)
       continue
     }
     const mixed = run.joined.length > 1
@@ -89,21 +97,21 @@ export const entriesOf = (chunk: Chunk.Chunk<Record>, cursor: Cursor, shape: Sha
         if (mixed) skips.push(item.seq)
         else {
           entries.push({ _tag: "Skip", seq: item.seq })
-          marks.push(counted)
+          marks.push(b.counted)
         }
         continue
       }
       // Two of a stretch's keys for this client: their seqs interleave.
       interleaved ||= ++taken > 1
-      counted += count
+      b.counted += count
       entries.push(item)
-      marks.push(counted)
+      marks.push(b.counted)
     }
-    through = last
+    b.through = last
   }
   for (const seq of skips) {
     entries.push({ _tag: "Skip", seq })
-    marks.push(counted)
+    marks.push(b.counted)
   }
   return { entries, marks, interleaved }
 }
