@@ -18,6 +18,8 @@
  * too. (A write torn inside such a run can repeat the run's deltas on
  * replay; a write that completes never does.)
  */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SubscriptionRef from "effect/SubscriptionRef"
@@ -38,6 +40,12 @@ export interface Options {
   readonly maxFrameBytes?: number | undefined
   /** How far back from the newest pending frame a delta looks for its part. Default 16. */
   readonly mergeWindow?: number | undefined
+  /**
+   * A take within this many ms of the last waits out the rest, so that a client that keeps up
+   * gets one write per window, not one per chunk of the log (200 clients on one turn).
+   * Default 40 (on the live clock: it paces writes, no test steps through it).
+   */
+  readonly takeWindowMillis?: number | undefined
   /** Heartbeat ticks with frames pending and none taken before the client is stalled. Default 3. */
   readonly maxStalls?: number | undefined
 }
@@ -150,6 +158,22 @@ const makeProgress = (delivered: SubscriptionRef.SubscriptionRef<number>, cursor
   }
 }
 
+const liveClock = Clock.make()
+
+/** Within `window` ms of the last take, a take waits out the rest: what arrives meanwhile goes in the same write. */
+const makePacer = (window: number, closed: () => boolean) => {
+  let last = Number.NEGATIVE_INFINITY
+  return {
+    wait: Effect.suspend(() => {
+      const wait = last + window - performance.now()
+      return wait > 0 && !closed() ? liveClock.sleep(Duration.millis(wait)) : Effect.void
+    }),
+    took: () => {
+      last = performance.now()
+    }
+  }
+}
+
 export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
   Effect.flatMap(SubscriptionRef.make(options.cursor), (delivered) => Effect.sync(() => {
     const frames = PendingFrames.make({
@@ -230,15 +254,18 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     const offer = (item: Item): Effect.Effect<void> =>
       Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
+    const pacer = makePacer(options.takeWindowMillis ?? 40, () => closed)
     const takeWith = <A>(render: (frames: ReadonlyArray<PendingFrames.Frame>) => { readonly cursor: number; readonly out: A }) =>
       Effect.suspend(() => {
         progress.waits()
         return Effect.zipRight(publish, readable.await)
       }).pipe(
+        Effect.zipRight(pacer.wait),
         Effect.zipRight(Effect.sync((): Option.Option<A> => {
           progress.takes()
           if (frames.size() === 0) return Option.none()
           takes++
+          pacer.took()
           const rendered = render(frames.drain())
           cursor = rendered.cursor
           if (!closed) readable.unsafeClose()
