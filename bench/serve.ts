@@ -76,6 +76,8 @@ const flag = (name: string, fallback: number) => Number(process.argv.find((a) =>
 /** The fan-out row: this many SSE clients on one turn, against one client, for a reply of `fanoutDeltas`. */
 const fanoutClients = flag("clients", 200)
 const fanoutDeltas = Math.min(deltas, flag("fanout-deltas", 20_000))
+/** `--profile=DIR`: the fan-out row's server writes a V8 CPU profile there (`node --cpu-prof`) when it exits. */
+const profileDir = process.argv.find((a) => a.startsWith("--profile="))?.slice("--profile=".length)
 const prompt = "Write the long reply"
 /** `w0 w1 w2 …`: FakeModel streams two words per delta, so 2N words make N deltas. */
 const replyText = Array.from({ length: deltas * 2 }, (_, i) => `w${i} `).join("")
@@ -573,7 +575,9 @@ const fanout = (model: FakeModel.FakeModel["Type"]) =>
     const port = yield* freePort()
     const env: Record<string, string> = { ...inherited(), ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }), SKEIN_SERVER_TOKEN: token }
     const loader = Url.pathToFileURL(Path.resolve(import.meta.dirname, "../node_modules/tsx/dist/loader.mjs")).href
-    const child = yield* spawnServer(process.execPath, ["--conditions=@skein/source", "--import", loader, serveEntry, "--port", String(port), "--root", dirs.cwd], {
+    const child = yield* spawnServer(process.execPath, [
+      ...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(profileDir)}`]),
+      "--conditions=@skein/source", "--import", loader, serveEntry, "--port", String(port), "--root", dirs.cwd], {
       cwd: dirs.cwd,
       env,
       root: dirs.root

@@ -26,7 +26,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
 import * as Dashboard from "./Dashboard.js"
 import * as DirectoryHandler from "./internal/handlers/directory.js"
 import * as DiscoveryHandlers from "./internal/handlers/discovery.js"
@@ -83,9 +82,10 @@ const eventsRoute = (options: Options, global: boolean, closing: Deferred.Deferr
         // `?eventVersion=2`: the header, for EventSource, which cannot set one.
         canonicalOnly: (request.headers["accept-event-version"] ?? url.searchParams.get("eventVersion")) === "2",
         heartbeat: options.heartbeat ?? Duration.seconds(10),
-        maxLag: options.maxLag ?? 50_000
+        maxLag: options.maxLag ?? 50_000,
+        until: Deferred.await(closing)
       })
-      return HttpServerResponse.stream(Stream.interruptWhen(stream, Deferred.await(closing)), {
+      return HttpServerResponse.stream(stream, {
         contentType: "text/event-stream",
         headers: sseHeaders
       })

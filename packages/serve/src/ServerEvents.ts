@@ -13,6 +13,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -42,13 +43,18 @@ export interface Published {
   readonly count: number
 }
 
-/** Receives each chunk of the log after the seq it attached at; `false` lets go (its buffer is full, or it closed). */
-export type Deliver = (records: Chunk.Chunk<Record>) => Effect.Effect<boolean>
+/**
+ * Receives each chunk of the log after the seq it attached at, as a plain
+ * call: `false` lets go (its buffer is full, or it closed); an effect (the
+ * client's progress to publish) runs once every client has the chunk.
+ */
+export type Deliver = (records: Chunk.Chunk<Record>) => boolean | Effect.Effect<boolean>
 
 /**
  * One follower of the log for every live SSE client: each chunk is read
- * once and handed to every attached client in turn, so 200 clients cost 200
- * offers per chunk, not 200 followers. A client catches up on its own
+ * once and handed to every attached client in turn, by a plain call per
+ * client (no effect per client per chunk), so 200 clients cost 200 calls per
+ * chunk, not 200 followers. A client catches up on its own
  * (`follow`) and attaches once it holds everything the feed has handed out.
  */
 export interface LiveFeed {
@@ -144,22 +150,24 @@ const makeLiveFeed = (follow: (from: number) => Stream.Stream<Record, EventLog.E
     const attached = new Map<Deliver, Deferred.Deferred<void>>()
     let last = next - 1
     let ended = false
-    const release = (deliver: Deliver) =>
-      Effect.suspend(() => {
-        const done = attached.get(deliver)
-        attached.delete(deliver)
-        return done === undefined ? Effect.void : Deferred.succeed(done, undefined)
-      })
+    const releaseNow = (deliver: Deliver) => {
+      const done = attached.get(deliver)
+      attached.delete(deliver)
+      if (done !== undefined) Deferred.unsafeDone(done, Exit.void)
+    }
+    const release = (deliver: Deliver) => Effect.sync(() => releaseNow(deliver))
     const hand = (chunk: Chunk.Chunk<Record>) =>
       Effect.suspend(() => {
         if (Chunk.isEmpty(chunk)) return Effect.void
         // Before handing out: a client that attaches meanwhile holds this chunk already.
         last = Chunk.unsafeLast(chunk).seq
-        return Effect.forEach(
-          Array.from(attached.keys()),
-          (deliver) => Effect.flatMap(deliver(chunk), (more) => more ? Effect.void : release(deliver)),
-          { discard: true }
-        )
+        const after: Array<Effect.Effect<void>> = []
+        for (const deliver of Array.from(attached.keys())) {
+          const more = deliver(chunk)
+          if (more === false) releaseNow(deliver)
+          else if (more !== true) after.push(Effect.flatMap(more, (go) => go ? Effect.void : release(deliver)))
+        }
+        return after.length === 0 ? Effect.void : Effect.all(after, { discard: true })
       })
     const endAll = Effect.suspend(() => {
       ended = true

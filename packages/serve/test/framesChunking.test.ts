@@ -3,7 +3,8 @@
  * socket takes, the frames a client reads carry the same events, the same
  * delta text per part, and ids that hold exactly what was written before
  * them; and the bytes a client is written (shared frames and all) are the
- * text `render` gives.
+ * text `render` gives. Runs of deltas joined per chunk before they are
+ * offered (as `sse.ts` joins them once for every client) change none of it.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
@@ -57,9 +58,10 @@ const parse = (text: string): ReadonlyArray<Read> =>
 
 /**
  * Offers the items in `chunks` (sizes, cycled), taking after the chunks
- * `takes` says (cycled): as text and as bytes, from twin buffers.
+ * `takes` says (cycled): as text and as bytes, from twin buffers. With
+ * `join`, each chunk's runs of same-key deltas are joined first (`coalesce`).
  */
-const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: ReadonlyArray<boolean>) => {
+const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: ReadonlyArray<boolean>, join = false) => {
   const caps: PendingFrames.Caps = { maxEvents: 1_000_000, maxBytes: 1 << 30, maxFrameBytes: 40, mergeWindow: 4 }
   const asText = PendingFrames.make(caps)
   const asBytes = PendingFrames.make(caps)
@@ -79,11 +81,14 @@ const run = (specs: ReadonlyArray<Spec>, chunks: ReadonlyArray<number>, takes: R
   let round = 0
   while (next < specs.length) {
     const size = chunks[round % chunks.length]!
-    for (const s of specs.slice(next, next + size)) {
-      next++
-      expect(asText.add(itemOf(s, next))).toBe(true)
-      expect(asBytes.add(itemOf(s, next))).toBe(true)
+    const chunk = specs.slice(next, next + size)
+    const items = (make: (s: Spec, seq: number) => PendingFrames.Item) => {
+      const made = chunk.map((s, i) => make(s, next + i + 1))
+      return join ? PendingFrames.coalesce(made, 12, encodedOf).flatMap((group) => group.joined.map((j) => j.item)) : made
     }
+    for (const item of items(itemOf)) expect(asText.add(item)).toBe(true)
+    for (const item of items(itemOf)) expect(asBytes.add(item)).toBe(true)
+    next += chunk.length
     if (takes[round % takes.length]!) take()
     round++
   }
@@ -98,8 +103,9 @@ describe("frames in any chunking", () => {
         FastCheck.array(spec, { minLength: 1, maxLength: 60 }),
         FastCheck.array(FastCheck.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 6 }),
         FastCheck.array(FastCheck.boolean(), { minLength: 1, maxLength: 6 }),
-        (specs, chunks, takes) => {
-          const { bytes, bytesCursor, cursor, text } = run(specs, chunks, takes)
+        FastCheck.boolean(),
+        (specs, chunks, takes, join) => {
+          const { bytes, bytesCursor, cursor, text } = run(specs, chunks, takes, join)
           expect(bytes).toBe(text)
           expect(bytesCursor).toBe(cursor)
           expect(cursor).toBe(specs.length)
@@ -124,6 +130,38 @@ describe("frames in any chunking", () => {
           }
         }
       ),
+      { numRuns: 300 }
+    )
+  })
+
+  it("joined per chunk, each stretch of deltas is one item per key: from the key's first seq to its last, its text in order", () => {
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(spec, { minLength: 1, maxLength: 40 }), (specs) => {
+        const items = specs.map((s, i) => itemOf(s, i + 1))
+        const groups = PendingFrames.coalesce(items, 12, encodedOf)
+        // The groups tile the chunk, in order.
+        expect(groups[0]!.start).toBe(0)
+        groups.forEach((g, i) => expect(g.end).toBe(i + 1 < groups.length ? groups[i + 1]!.start : items.length))
+        for (const { end, joined, start } of groups) {
+          const stretch = items.slice(start, end)
+          // Every item of the stretch is carried once, by the item of its key.
+          expect(joined.reduce((n, j) => n + j.count, 0)).toBe(stretch.length)
+          if (stretch.length === 1) {
+            expect(joined.map((j) => j.item)).toEqual(stretch)
+            continue
+          }
+          for (const { at, count, item } of joined) {
+            if (item._tag !== "Delta") throw new Error("a stretch of more than one item holds deltas only")
+            const mine = stretch.filter((c): c is PendingFrames.Delta => c._tag === "Delta" && c.key === item.key)
+            expect(mine.length).toBe(count)
+            expect(at).toBe(mine[0]!.seq - 1)
+            expect(item.first ?? item.seq).toBe(mine[0]!.seq)
+            expect(item.seq).toBe(mine[count - 1]!.seq)
+            expect(item.delta).toBe(mine.map((c) => c.delta).join(""))
+            expect(JSON.parse(item.data)).toEqual(JSON.parse(mine[count - 1]!.render(item.seq, item.delta)))
+          }
+        }
+      }),
       { numRuns: 300 }
     )
   })

@@ -31,7 +31,10 @@ export interface Event {
 /** A delta of one part's field: mergeable with the pending delta of the same `key`. */
 export interface Delta {
   readonly _tag: "Delta"
+  /** The newest event it carries. */
   readonly seq: number
+  /** The oldest event it carries, when it carries a run of them (see `joinDeltas`); else `seq`. */
+  readonly first?: number | undefined
   readonly key: string
   readonly delta: string
   /** `render(seq, delta)` for the delta alone; read only when it starts a frame of its own. */
@@ -67,7 +70,8 @@ export interface Frame {
   deltas: Array<string>
   data: string
   bytes: number
-  render: ((seq: number, delta: string) => string) | undefined
+  /** The newest delta merged in: it renders a merged run's frame (`render`, called on it). */
+  source: Delta | undefined
   readonly control: Control | undefined
   /** The event's shared bytes, while the frame holds that one event alone. */
   encoded: Encoded | undefined
@@ -99,20 +103,20 @@ export const fits = (caps: Caps, events: number, bytes: number, size: number) =>
   events === 0 || (events < caps.maxEvents && bytes + size <= caps.maxBytes)
 
 export const frameOf = (item: Item, size: number): Frame => ({
-  first: item.seq,
+  first: item._tag === "Delta" ? item.first ?? item.seq : item.seq,
   seq: item.seq,
   key: item._tag === "Delta" ? item.key : undefined,
   deltas: item._tag === "Delta" ? [item.delta] : [],
   data: item.data,
   bytes: size,
-  render: item._tag === "Delta" ? item.render : undefined,
+  source: item._tag === "Delta" ? item : undefined,
   control: undefined,
   encoded: item.encoded
 })
 
 /** A frame's `data:` JSON: a lone event's as rendered, a merged run's rendered now. */
 const dataOf = (frame: Frame): string => {
-  if (frame.deltas.length > 1 && frame.render !== undefined && frame.seq !== undefined) return frame.render(frame.seq, frame.deltas.join(""))
+  if (frame.deltas.length > 1 && frame.source !== undefined && frame.seq !== undefined) return frame.source.render(frame.seq, frame.deltas.join(""))
   return frame.data
 }
 
@@ -123,10 +127,109 @@ export const controlFrame = (control: Control): Frame => ({
   deltas: [],
   data: "",
   bytes: 0,
-  render: undefined,
+  source: undefined,
   control,
   encoded: undefined
 })
+
+/**
+ * Deltas of one key that follow each other in the log (seqs without a gap),
+ * as one item carrying them all: from the oldest's seq to the newest's, their
+ * text joined, rendered with the newest's fields. Made once per chunk of the
+ * log and shared by every client that gets them, so a client adds one item
+ * for the run instead of one per event; `encode` gives its shared frame bytes.
+ */
+export const joinDeltas = (
+  deltas: ReadonlyArray<Delta>,
+  encode: (seq: number, data: string) => Encoded
+): Delta => {
+  const oldest = deltas[0]!
+  if (deltas.length === 1) return oldest
+  const newest = deltas[deltas.length - 1]!
+  let bytes = 0
+  for (const d of deltas) bytes += d.deltaBytes ?? byteLength(d.delta)
+  const delta = deltas.map((d) => d.delta).join("")
+  let data: string | undefined
+  let encoded: Encoded | undefined
+  return {
+    _tag: "Delta",
+    seq: newest.seq,
+    first: oldest.first ?? oldest.seq,
+    key: newest.key,
+    delta,
+    deltaBytes: bytes,
+    get data() {
+      return (data ??= newest.render(newest.seq, delta))
+    },
+    get encoded() {
+      return (encoded ??= encode(newest.seq, this.data))
+    },
+    render: (seq, text) => newest.render(seq, text)
+  }
+}
+
+/** One item of a group: the events it carries and where the first of them is in the chunk. */
+export interface Joined {
+  readonly item: Item
+  /** How many of the chunk's items it carries. */
+  readonly count: number
+  /** The index of its first item in the chunk. */
+  readonly at: number
+}
+
+/** A stretch of one chunk, `[start, end)`, as one item per key (ordered by their first event). */
+export interface Group {
+  readonly joined: ReadonlyArray<Joined>
+  readonly start: number
+  readonly end: number
+}
+
+/**
+ * The items of one chunk of the log in groups: each stretch of deltas (of up
+ * to `maxKeys` keys, interleaved as a delta and its legacy copy are) becomes
+ * one item per key (`joinDeltas`), a key's text growing to `maxBytes` at
+ * most; any other item is a group of its own. `joins` says whether the next
+ * item may join the stretch before it (the caller's rules: the same
+ * session, no gap in the log).
+ */
+export const coalesce = (
+  items: ReadonlyArray<Item>,
+  maxBytes: number,
+  encode: (seq: number, data: string) => Encoded,
+  joins: (previous: number, next: number) => boolean = () => true,
+  maxKeys = 4
+): Array<Group> => {
+  const out: Array<Group> = []
+  let i = 0
+  while (i < items.length) {
+    const head = items[i]!
+    if (head._tag !== "Delta") {
+      out.push({ joined: [{ item: head, count: 1, at: i }], start: i, end: i + 1 })
+      i++
+      continue
+    }
+    const keys = new Map<string, { deltas: Array<Delta>; bytes: number; at: number }>()
+    let j = i
+    while (j < items.length) {
+      const next = items[j]!
+      if (next._tag !== "Delta" || (j > i && !joins(j - 1, j))) break
+      const key = keys.get(next.key)
+      if (key === undefined && keys.size >= maxKeys) break
+      const size = next.deltaBytes ?? byteLength(next.delta)
+      if (key !== undefined && key.bytes + size > maxBytes) break
+      if (key === undefined) keys.set(next.key, { deltas: [next], bytes: size, at: j })
+      else {
+        key.deltas.push(next)
+        key.bytes += size
+      }
+      j++
+    }
+    const joined = Array.from(keys.values(), (k): Joined => ({ item: joinDeltas(k.deltas, encode), count: k.deltas.length, at: k.at }))
+    out.push({ joined, start: i, end: j })
+    i = j
+  }
+  return out
+}
 
 const decoder = new TextDecoder()
 const encoder = new TextEncoder()
@@ -211,6 +314,8 @@ const renderWith = (
 export interface PendingFrames {
   /** Merges or queues the item: `false` when it does not fit. */
   readonly add: (item: Item) => boolean
+  /** Whether every item fits, each as a frame of its own (so as merged too): the caps leave room for all of them. */
+  readonly fitsAll: (items: ReadonlyArray<Item>) => boolean
   /** Queues a control frame past the caps; at most one of a `kind`. */
   readonly control: (control: Control) => void
   /** Everything pending, oldest first; the queue is empty after. */
@@ -232,7 +337,7 @@ export const make = (caps: Caps): PendingFrames => {
     const extra = item.deltaBytes ?? byteLength(item.delta)
     frame.deltas.push(item.delta)
     frame.seq = item.seq
-    frame.render = item.render
+    frame.source = item
     frame.encoded = undefined
     frame.bytes += extra
     bytes += extra
@@ -255,6 +360,13 @@ export const make = (caps: Caps): PendingFrames => {
       events++
       bytes += size
       return true
+    },
+    fitsAll: (items) => {
+      let size = 0
+      for (const item of items) {
+        size += Math.max(item.encoded?.size ?? byteLength(item.data), item._tag === "Delta" ? item.deltaBytes ?? byteLength(item.delta) : 0)
+      }
+      return events + items.length <= caps.maxEvents && bytes + size <= caps.maxBytes
     },
     control: (control) => {
       if (control.kind !== undefined && frames.some((frame) => frame.control?.kind === control.kind)) return

@@ -20,7 +20,7 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type { Canonical } from "@skein/protocol"
 import { Canonical as C } from "@skein/protocol"
-import type * as Chunk from "effect/Chunk"
+import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -31,6 +31,8 @@ import { EventLog } from "@skein/store"
 import { IncomingMessage } from "node:http"
 import type { PermissionBroker } from "../PermissionBroker.js"
 import { eventId, type Record, type ServerEvents } from "../ServerEvents.js"
+import * as ChunkEntries from "./chunkEntries.js"
+import * as PendingFrames from "./pendingFrames.js"
 import * as SubscriberBuffer from "./subscriberBuffer.js"
 
 export interface Options {
@@ -46,6 +48,11 @@ export interface Options {
   readonly canonicalOnly: boolean
   readonly heartbeat: Duration.DurationInput
   readonly maxLag: number
+  /**
+   * Completes when the server closes: the stream then ends (Node's server waits for every open
+   * connection). One waiting fiber per client, where `Stream.interruptWhen` forked one per frame.
+   */
+  readonly until?: Effect.Effect<void> | undefined
   /** The client's buffer: caps in events and bytes, stalls before it is dead. */
   readonly buffer?: Omit<SubscriberBuffer.Options, "cursor" | "epoch"> | undefined
 }
@@ -61,7 +68,6 @@ const wrap = (global: boolean, directory: string, payload: Payload, id: string) 
 interface Mergeable {
   readonly key: string
   readonly delta: string
-  readonly with: (delta: string) => Payload
 }
 
 const isRecord = (u: unknown): u is { readonly [key: string]: unknown } => typeof u === "object" && u !== null
@@ -89,31 +95,36 @@ export const mergeable = (payload: Payload): Mergeable | undefined => {
     case "message.part.delta": {
       const delta = p["delta"]
       if (!Predicate.isString(delta) || !Predicate.isString(p["partID"])) return undefined
-      return { key: `d ${p["partID"]} ${String(p["field"])}`, delta, with: (text) => ({ type: payload.type, properties: { ...p, delta: text } }) }
+      return { key: `d ${p["partID"]} ${String(p["field"])}`, delta }
     }
     case "message.part.updated": {
       const delta = p["delta"]
       const part = p["part"]
       if (!Predicate.isString(delta) || !isRecord(part) || !Predicate.isString(part["id"])) return undefined
-      return { key: `u ${part["id"]}`, delta, with: (text) => ({ type: payload.type, properties: { ...p, delta: text } }) }
+      return { key: `u ${part["id"]}`, delta }
     }
     case "session.stream_event": {
       const message = p["message"]
       if (!isRecord(message)) return undefined
       const raw = rawDelta(message["event"])
       if (raw === undefined) return undefined
-      const event = message["event"]
-      return {
-        key: `s ${String(p["sessionID"])} ${String(message["parent_tool_use_id"])} ${String(raw.index)} ${raw.type}`,
-        delta: raw.text,
-        with: (text) => ({
-          type: payload.type,
-          properties: { ...p, message: { ...message, event: isRecord(event) ? { ...event, delta: { type: raw.type, [raw.field]: text } } : event } }
-        })
-      }
+      return { key: `s ${String(p["sessionID"])} ${String(message["parent_tool_use_id"])} ${String(raw.index)} ${raw.type}`, delta: raw.text }
     }
     default:
       return undefined
+  }
+}
+
+/** A mergeable payload with its delta's text replaced: the newest event's fields, a merged run's text. */
+const withDelta = (payload: Payload, text: string): Payload => {
+  const p = payload.properties as { readonly [key: string]: unknown }
+  if (payload.type !== "session.stream_event") return { type: payload.type, properties: { ...p, delta: text } }
+  const message = p["message"] as { readonly [key: string]: unknown }
+  const event = message["event"]
+  const raw = rawDelta(event)!
+  return {
+    type: payload.type,
+    properties: { ...p, message: { ...message, event: isRecord(event) ? { ...event, delta: { type: raw.type, [raw.field]: text } } : event } }
   }
 }
 
@@ -127,44 +138,75 @@ const encodedOf = (epoch: string, seq: number, data: string): SubscriberBuffer.E
   return { size: frame.length - head.length - 2, frame }
 }
 
-/** The record as the buffer's item, rendered and encoded on first use. */
+/** The record's frame JSON, with `payload` in place of its own. */
+const renderOf = (global: boolean, record: Record, seq: number, payload: Payload) =>
+  JSON.stringify(wrap(global, record.message.directory, payload, eventId(seq)))
+
+/**
+ * A logged event as the buffer's item, rendered and encoded on first use.
+ * Classes, not object literals of closures: one is made per record, for each
+ * format.
+ */
+abstract class RenderedItem {
+  readonly seq: number
+  private rendered: string | undefined
+  private bytes: SubscriberBuffer.Encoded | undefined
+  constructor(readonly record: Record, readonly global: boolean, readonly epoch: string) {
+    this.seq = record.seq
+  }
+  get data(): string {
+    return (this.rendered ??= renderOf(this.global, this.record, this.seq, this.record.message.payload))
+  }
+  get encoded(): SubscriberBuffer.Encoded {
+    return (this.bytes ??= encodedOf(this.epoch, this.seq, this.data))
+  }
+}
+
+class EventItem extends RenderedItem implements PendingFrames.Event {
+  readonly _tag = "Event"
+}
+
+/**
+ * A delta as the buffer's item. Rendered when first read: a delta that joins
+ * a pending frame never is (a client behind in a storm merged 100,000 deltas
+ * into about 100 frames, each rendered once).
+ */
+class DeltaItem extends RenderedItem implements PendingFrames.Delta {
+  readonly _tag = "Delta"
+  private size: number | undefined
+  private template: { readonly head: string; readonly tail: string } | null | undefined
+  constructor(record: Record, global: boolean, epoch: string, readonly key: string, readonly delta: string) {
+    super(record, global, epoch)
+  }
+  get deltaBytes(): number {
+    return (this.size ??= Buffer.byteLength(this.delta, "utf8"))
+  }
+  render(seq: number, delta: string): string {
+    const payload = this.record.message.payload
+    if (seq !== this.seq) return renderOf(this.global, this.record, seq, withDelta(payload, delta))
+    // A merged run's frame, rendered once per client that merged it: the JSON around the
+    // text is made once, shared by every client, and only the text is stringified.
+    this.template ??= templateOf(renderOf(this.global, this.record, seq, withDelta(payload, marker)))
+    return this.template === null
+      ? renderOf(this.global, this.record, seq, withDelta(payload, delta))
+      : this.template.head + JSON.stringify(delta) + this.template.tail
+  }
+}
+
 const makeItem = (global: boolean, record: Record, epoch: string): SubscriberBuffer.Item => {
-  const { directory, payload } = record.message
-  const render = (seq: number, p: Payload) => JSON.stringify(wrap(global, directory, p, eventId(seq)))
-  const merge = mergeable(payload)
-  let data: string | undefined
-  let encoded: SubscriberBuffer.Encoded | undefined
-  if (merge === undefined) {
-    return {
-      _tag: "Event",
-      seq: record.seq,
-      get data() {
-        return (data ??= render(record.seq, payload))
-      },
-      get encoded() {
-        return (encoded ??= encodedOf(epoch, record.seq, this.data))
-      }
-    }
-  }
-  let deltaBytes: number | undefined
-  // Rendered when first read: a delta that joins a pending frame never is (a client
-  // behind in a storm merged 100,000 deltas into about 100 frames, each rendered once).
-  return {
-    _tag: "Delta",
-    seq: record.seq,
-    key: merge.key,
-    delta: merge.delta,
-    get data() {
-      return (data ??= render(record.seq, payload))
-    },
-    get encoded() {
-      return (encoded ??= encodedOf(epoch, record.seq, this.data))
-    },
-    get deltaBytes() {
-      return (deltaBytes ??= Buffer.byteLength(merge.delta, "utf8"))
-    },
-    render: (seq, delta) => render(seq, merge.with(delta))
-  }
+  const merge = mergeable(record.message.payload)
+  return merge === undefined ? new EventItem(record, global, epoch) : new DeltaItem(record, global, epoch, merge.key, merge.delta)
+}
+
+/** A text that no delta holds, to find where a rendered frame's text goes. */
+const marker = "\u0000skein-delta\u0000"
+const markerJson = JSON.stringify(marker)
+
+/** The JSON before and after the delta's text; `null` if the marker is not there exactly once. */
+const templateOf = (rendered: string): { readonly head: string; readonly tail: string } | null => {
+  const at = rendered.indexOf(markerJson)
+  if (at < 0 || rendered.indexOf(markerJson, at + 1) >= 0) return null
+  return { head: rendered.slice(0, at), tail: rendered.slice(at + markerJson.length) }
 }
 
 interface Shared {
@@ -188,6 +230,44 @@ export const itemOf = (global: boolean, record: Record, epoch: string): Subscrib
   if (global) return (entry.global ??= makeItem(true, record, epoch))
   return (entry.event ??= makeItem(false, record, epoch))
 }
+
+/** How much delta text a run shared by every client joins at most: within any client's frame cap but the smallest. */
+export const runBytes = 16 * 1024
+
+interface ChunkRuns {
+  readonly epoch: string
+  readonly records: ReadonlyArray<Record>
+  event?: ReadonlyArray<PendingFrames.Group>
+  global?: ReadonlyArray<PendingFrames.Group>
+}
+
+/** Each chunk the shared feed hands out, as runs per format, made once for every client it is handed to. */
+const chunkRuns = new WeakMap<Chunk.Chunk<Record>, ChunkRuns>()
+
+/**
+ * The chunk's records as items, with each stretch of deltas (one session's,
+ * without a gap in the log; a delta and its legacy copy interleave) joined
+ * into one item per part and kind: a client adds one item per key of the
+ * stretch, and a client with nothing pending writes its frame as the bytes
+ * every client of its format shares.
+ */
+export const runsOf = (global: boolean, chunk: Chunk.Chunk<Record>, epoch: string): { readonly records: ReadonlyArray<Record>; readonly runs: ReadonlyArray<PendingFrames.Group> } => {
+  let entry = chunkRuns.get(chunk)
+  if (entry === undefined || entry.epoch !== epoch) chunkRuns.set(chunk, entry = { epoch, records: Chunk.toReadonlyArray(chunk) })
+  const records = entry.records
+  const make = () =>
+    PendingFrames.coalesce(
+      records.map((record) => itemOf(global, record, epoch)),
+      runBytes,
+      (seq, data) => encodedOf(epoch, seq, data),
+      (i, j) => records[j]!.seq === records[i]!.seq + 1 && records[j]!.message.directory === records[i]!.message.directory
+    )
+  const runs = global ? (entry.global ??= make()) : (entry.event ??= make())
+  return { records, runs }
+}
+
+/** The oldest seq an entry carries: a joined run's first. */
+const firstSeq = (entry: SubscriberBuffer.Entry): number => entry._tag === "Delta" ? entry.first ?? entry.seq : entry.seq
 
 /** Destroys the request's socket, when the server is Node's (a dead client's writes never drain). */
 const destroySocket = Effect.map(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) => () => {
@@ -246,41 +326,37 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     const gets = (record: Record) =>
       (global ? options.visible?.(record.message.directory) ?? true : record.message.directory === options.directory) &&
       !(options.canonicalOnly && C.legacyEventTypes.has(record.message.payload.type))
+    // Runs of deltas joined once for every client, unless this client's frames are capped smaller.
+    const shape: ChunkEntries.Shape = {
+      gets,
+      itemOf: (record) => itemOf(global, record, events.epoch),
+      runsOf: (options.buffer?.maxFrameBytes ?? 64 * 1024) >= runBytes ? (chunk) => runsOf(global, chunk, events.epoch) : undefined
+    }
     // One chunk of the log in one step, offered at once. `true` to go on; `false` once full
-    // (`resumeAt` set) or closed.
-    const step = (records: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
+    // (`resumeAt` set) or closed; an effect when the client's progress is to be published.
+    const step = (chunk: Chunk.Chunk<Record>): boolean | Effect.Effect<boolean> => {
+      const cursor = { handed, received, countedThrough }
+      const joined = ChunkEntries.entriesOf(chunk, cursor, shape)
+      // Interleaved items go in whole; when they do not all fit, the chunk goes record by record.
+      const { entries, marks } = joined.interleaved && !buffer.fitsAll(joined.entries)
+        ? ChunkEntries.entriesOf(chunk, cursor, { ...shape, runsOf: undefined })
+        : joined
+      const { accepted, outcome, publish } = buffer.offerAllNow(entries)
+      if (accepted > 0) {
+        received = marks[accepted - 1]!
+        let newest = handed
+        for (let i = 0; i < accepted; i++) newest = Math.max(newest, entries[i]!.seq)
+        countedThrough = Math.max(countedThrough, newest)
+        handed = newest
+      }
+      if (outcome === "full") resumeAt = firstSeq(entries[accepted]!)
+      if (outcome === "closed") closed = true
+      return publish === undefined ? outcome === "accepted" : Effect.as(publish, outcome === "accepted")
+    }
+    const stepEffect = (chunk: Chunk.Chunk<Record>): Effect.Effect<boolean> =>
       Effect.suspend(() => {
-        const entries: Array<SubscriberBuffer.Entry> = []
-        // After each entry: what `received` and `countedThrough` become once it is in.
-        const marks: Array<number> = []
-        let counted = received
-        let through = countedThrough
-        for (const record of records) {
-          // The shared feed may hand over a chunk that starts before what this client holds.
-          if (record.seq <= handed) continue
-          if (!gets(record)) {
-            entries.push({ _tag: "Skip", seq: record.seq })
-            marks.push(counted)
-            continue
-          }
-          // Only live events count (replay reads the disk at the client's pace), each once.
-          if (record.seq > through) {
-            through = record.seq
-            counted++
-          }
-          entries.push(itemOf(global, record, events.epoch))
-          marks.push(counted)
-        }
-        return Effect.flatMap(buffer.tryOfferAll(entries), ({ accepted, outcome }) => {
-          if (accepted > 0) {
-            received = marks[accepted - 1]!
-            countedThrough = Math.max(countedThrough, entries[accepted - 1]!.seq)
-          }
-          if (accepted > 0) handed = Math.max(handed, entries[accepted - 1]!.seq)
-          if (outcome === "full") resumeAt = entries[accepted]!.seq
-          if (outcome === "closed") closed = true
-          return Effect.succeed(outcome === "accepted")
-        })
+        const more = step(chunk)
+        return typeof more === "boolean" ? Effect.succeed(more) : more
       })
     /**
      * Behind is the client's doing only while its buffer is full: a feed that
@@ -313,7 +389,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
           Stream.chunks,
           // takeWhile, not runForEachWhile: with the latter a stalled client's heap grew with the log.
           Stream.mapEffect((records) =>
-            Effect.map(step(records), (more) => {
+            Effect.map(stepEffect(records), (more) => {
               if (!more) return false
               waiting = events.live.tryAttach(handed, step)
               return waiting === undefined
@@ -337,6 +413,7 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
     ).pipe(Effect.repeat(Schedule.spaced(Duration.decode(options.heartbeat))), Effect.delay(options.heartbeat))
     yield* Effect.forkScoped(feed(from))
     yield* Effect.forkScoped(heartbeat)
+    if (options.until !== undefined) yield* Effect.forkScoped(Effect.zipRight(options.until, buffer.end))
     const end = Effect.fail(Option.none())
     return Stream.repeatEffectOption(Effect.flatMap(buffer.takeBytes, Option.match({ onNone: () => end, onSome: Effect.succeed })))
   })

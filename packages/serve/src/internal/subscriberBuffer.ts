@@ -4,7 +4,9 @@
  * The log feeds it; the socket takes everything pending at once, as one
  * write. While frames wait (the socket is busy: the client is behind), a
  * delta joins the pending delta of the same part and field instead of
- * queueing, so a slow client gets fewer, larger frames. When neither fits,
+ * queueing, so a slow client gets fewer, larger frames. (Deltas of one part
+ * that reach the log together come as one item already: `sse.ts` joins each
+ * chunk's runs once for every client.) When neither fits,
  * the feeder waits: the rest stays on disk, never in memory. A client that
  * takes nothing across `maxStalls` heartbeat ticks, or that the feeder finds
  * too far behind, is sent `server.resync` and dropped.
@@ -16,6 +18,8 @@
  * too. (A write torn inside such a run can repeat the run's deltas on
  * replay; a write that completes never does.)
  */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SubscriptionRef from "effect/SubscriptionRef"
@@ -36,6 +40,12 @@ export interface Options {
   readonly maxFrameBytes?: number | undefined
   /** How far back from the newest pending frame a delta looks for its part. Default 16. */
   readonly mergeWindow?: number | undefined
+  /**
+   * A take within this many ms of the last waits out the rest, so that a client that keeps up
+   * gets one write per window, not one per chunk of the log (200 clients on one turn).
+   * Default 40 (on the live clock: it paces writes, no test steps through it).
+   */
+  readonly takeWindowMillis?: number | undefined
   /** Heartbeat ticks with frames pending and none taken before the client is stalled. Default 3. */
   readonly maxStalls?: number | undefined
 }
@@ -55,6 +65,11 @@ export type Entry = Item | Skip
 export interface Offered {
   readonly accepted: number
   readonly outcome: "accepted" | "full" | "closed"
+}
+
+export interface OfferedNow extends Offered {
+  /** Publishes the client's progress; `undefined` when it did not move. */
+  readonly publish: Effect.Effect<void> | undefined
 }
 
 export interface Stats {
@@ -77,6 +92,14 @@ export interface SubscriberBuffer {
    * a chunk of the log: stops at the first event that does not fit, or once closed.
    */
   readonly tryOfferAll: (entries: ReadonlyArray<Entry>) => Effect.Effect<Offered>
+  /**
+   * `tryOfferAll` as a plain call, for the shared feed's hand-out to every
+   * client: no effect per client per chunk, only `publish` (the client's
+   * progress, when it moved) to run.
+   */
+  readonly offerAllNow: (entries: ReadonlyArray<Entry>) => OfferedNow
+  /** Whether all the entries' events fit now, whatever merges (a closed buffer takes anything). */
+  readonly fitsAll: (entries: ReadonlyArray<Entry>) => boolean
   /** Waits until an event fits (or the buffer closed). */
   readonly awaitRoom: Effect.Effect<void>
   /** Queues a control frame past the caps (connected, heartbeats, re-announced asks). */
@@ -87,6 +110,8 @@ export interface SubscriberBuffer {
   readonly take: Effect.Effect<Option.Option<string>>
   /** `take` as the bytes for the socket: lone events as the bytes every client of their format shares. */
   readonly takeBytes: Effect.Effect<Option.Option<Uint8Array>>
+  /** Drops what is pending and closes: `take` returns `None` (the server is closing). */
+  readonly end: Effect.Effect<void>
   /** Drops what is pending, queues `server.resync` (rendered with the cursor) and closes. */
   readonly resync: (render: (cursor: number) => string) => Effect.Effect<void>
   /** Called at each heartbeat: `"stalled"` when nothing was taken across `maxStalls` ticks with frames pending. */
@@ -123,12 +148,29 @@ const makeProgress = (delivered: SubscriptionRef.SubscriptionRef<number>, cursor
       waiting = false
       takenThrough = seen
     },
-    publish: Effect.suspend(() => {
+    /** The progress to publish, if it moved: `undefined` when it did not. */
+    publishNow: (): Effect.Effect<void> | undefined => {
       const now = waiting && idle() ? seen : written
-      if (now <= published) return Effect.void
+      if (now <= published) return undefined
       published = now
       return SubscriptionRef.set(delivered, now)
-    })
+    }
+  }
+}
+
+const liveClock = Clock.make()
+
+/** Within `window` ms of the last take, a take waits out the rest: what arrives meanwhile goes in the same write. */
+const makePacer = (window: number, closed: () => boolean) => {
+  let last = Number.NEGATIVE_INFINITY
+  return {
+    wait: Effect.suspend(() => {
+      const wait = last + window - performance.now()
+      return wait > 0 && !closed() ? liveClock.sleep(Duration.millis(wait)) : Effect.void
+    }),
+    took: () => {
+      last = performance.now()
+    }
   }
 }
 
@@ -151,7 +193,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     let resynced = false
     let takes = 0
     const progress = makeProgress(delivered, options.cursor, () => frames.size() === 0)
-    const publish = progress.publish
+    const publish = Effect.suspend(() => progress.publishNow() ?? Effect.void)
 
     /** `true` when the item is in (or the buffer is closed), `false` when it must wait for room. */
     const tryOffer = (item: Item): boolean => {
@@ -183,39 +225,47 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         return Effect.as(publish, "accepted")
       })
 
+    const offerAllNow = (entries: ReadonlyArray<Entry>): OfferedNow => {
+      let accepted = 0
+      let outcome: Offered["outcome"] = "accepted"
+      for (const entry of entries) {
+        if (entry._tag === "Skip") {
+          skipNow(entry.seq)
+        } else if (closed) {
+          outcome = "closed"
+          break
+        } else if (tryOffer(entry)) {
+          progress.see(entry.seq)
+        } else {
+          outcome = "full"
+          break
+        }
+        accepted++
+      }
+      return { accepted, outcome, publish: progress.publishNow() }
+    }
     const offerAll = (entries: ReadonlyArray<Entry>): Effect.Effect<Offered> =>
       Effect.suspend(() => {
-        let accepted = 0
-        let outcome: Offered["outcome"] = "accepted"
-        for (const entry of entries) {
-          if (entry._tag === "Skip") {
-            skipNow(entry.seq)
-          } else if (closed) {
-            outcome = "closed"
-            break
-          } else if (tryOffer(entry)) {
-            progress.see(entry.seq)
-          } else {
-            outcome = "full"
-            break
-          }
-          accepted++
-        }
-        return Effect.as(publish, { accepted, outcome })
+        const { accepted, outcome, publish } = offerAllNow(entries)
+        const offered: Offered = { accepted, outcome }
+        return publish === undefined ? Effect.succeed(offered) : Effect.as(publish, offered)
       })
 
     const offer = (item: Item): Effect.Effect<void> =>
       Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
+    const pacer = makePacer(options.takeWindowMillis ?? 40, () => closed)
     const takeWith = <A>(render: (frames: ReadonlyArray<PendingFrames.Frame>) => { readonly cursor: number; readonly out: A }) =>
       Effect.suspend(() => {
         progress.waits()
         return Effect.zipRight(publish, readable.await)
       }).pipe(
+        Effect.zipRight(pacer.wait),
         Effect.zipRight(Effect.sync((): Option.Option<A> => {
           progress.takes()
           if (frames.size() === 0) return Option.none()
           takes++
+          pacer.took()
           const rendered = render(frames.drain())
           cursor = rendered.cursor
           if (!closed) readable.unsafeClose()
@@ -236,6 +286,8 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
       offer,
       tryOffer: offerNow,
       tryOfferAll: offerAll,
+      offerAllNow,
+      fitsAll: (entries) => closed || frames.fitsAll(entries.filter((entry): entry is Item => entry._tag !== "Skip")),
       awaitRoom: room.await,
       control: (frame) =>
         Effect.sync(() => {
@@ -248,6 +300,12 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
         }),
       take,
       takeBytes,
+      end: Effect.sync(() => {
+        frames.clear()
+        closed = true
+        readable.unsafeOpen()
+        room.unsafeOpen()
+      }),
       resync: (render) =>
         Effect.sync(() => {
           if (closed) return
