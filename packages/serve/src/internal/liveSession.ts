@@ -11,9 +11,7 @@ import { Canonical } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
 import { Permissions, Session, type SessionError } from "@skein/session"
 import * as Chunk from "effect/Chunk"
-import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -27,6 +25,7 @@ import type * as Questions from "./questions.js"
 import { isQuestion } from "./questions.js"
 import type { SessionStore } from "./sessionStore.js"
 import * as LivePump from "./livePump.js"
+import * as Pacer from "./pacer.js"
 import * as StoredSession from "./storedSession.js"
 
 export type Ended = LivePump.Ended
@@ -147,24 +146,20 @@ const maxBatch = 1024
  */
 const windowMillis = 16
 
-/** The window runs on the live clock: it paces the work, it is no timeout a test steps through. */
-const liveClock = Clock.make()
-
 /** The inbox's next batch: one item at least, and whatever else arrived within the window since the last one. */
 const batches = (inbox: Queue.Queue<Item>) => {
-  let last = Number.NEGATIVE_INFINITY
+  const pacer = Pacer.make(windowMillis)
   const taken = <A>(a: A) => {
-    last = performance.now()
+    pacer.took()
     return a
   }
-  return Effect.flatMap(Queue.takeBetween(inbox, 1, maxBatch), (first) => {
-    const wait = last + windowMillis - performance.now()
-    if (wait <= 0 || first.length >= maxBatch) return Effect.succeed(taken(first))
-    return liveClock.sleep(Duration.millis(wait)).pipe(
-      Effect.zipRight(Queue.takeUpTo(inbox, maxBatch - first.length)),
-      Effect.map((rest) => taken(Chunk.appendAll(first, rest)))
-    )
-  })
+  return Effect.flatMap(Queue.takeBetween(inbox, 1, maxBatch), (first) =>
+    first.length >= maxBatch
+      ? Effect.succeed(taken(first))
+      : pacer.wait.pipe(
+        Effect.zipRight(Queue.takeUpTo(inbox, maxBatch - first.length)),
+        Effect.map((rest) => taken(Chunk.appendAll(first, rest)))
+      ))
 }
 
 /** Runs the pump over the inbox until the log refuses a write; then `pumpFailed` completes. */

@@ -18,11 +18,10 @@
  * too. (A write torn inside such a run can repeat the run's deltas on
  * replay; a write that completes never does.)
  */
-import * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as Pacer from "./pacer.js"
 import * as PendingFrames from "./pendingFrames.js"
 import type { Control, Item } from "./pendingFrames.js"
 import * as StallDetector from "./stallDetector.js"
@@ -158,22 +157,6 @@ const makeProgress = (delivered: SubscriptionRef.SubscriptionRef<number>, cursor
   }
 }
 
-const liveClock = Clock.make()
-
-/** Within `window` ms of the last take, a take waits out the rest: what arrives meanwhile goes in the same write. */
-const makePacer = (window: number, closed: () => boolean) => {
-  let last = Number.NEGATIVE_INFINITY
-  return {
-    wait: Effect.suspend(() => {
-      const wait = last + window - performance.now()
-      return wait > 0 && !closed() ? liveClock.sleep(Duration.millis(wait)) : Effect.void
-    }),
-    took: () => {
-      last = performance.now()
-    }
-  }
-}
-
 export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
   Effect.flatMap(SubscriptionRef.make(options.cursor), (delivered) => Effect.sync(() => {
     const frames = PendingFrames.make({
@@ -254,7 +237,7 @@ export const make = (options: Options): Effect.Effect<SubscriberBuffer> =>
     const offer = (item: Item): Effect.Effect<void> =>
       Effect.flatMap(offerNow(item), (outcome) => outcome === "full" ? Effect.zipRight(room.await, offer(item)) : Effect.void)
 
-    const pacer = makePacer(options.takeWindowMillis ?? 40, () => closed)
+    const pacer = Pacer.make(options.takeWindowMillis ?? 40, () => closed)
     const takeWith = <A>(render: (frames: ReadonlyArray<PendingFrames.Frame>) => { readonly cursor: number; readonly out: A }) =>
       Effect.suspend(() => {
         progress.waits()
