@@ -56,20 +56,8 @@ describe("a turn that outlasts its drain", () => {
       const cConfig = configOf("c", 34553)
 
       // A session whose shard the third runner will take: its owner with a, b and c is c.
+      const { hostPid, session: moving } = yield* Processes.sessionMovingTo(database, [a, b], cConfig, cwd)
       const callA = Processes.api(a.url, token)
-      const placeholder = { ...a, config: cConfig }
-      const withC = Processes.assignment([a, b, placeholder])
-      let session: { id: string } | undefined
-      for (let i = 0; i < 20 && session === undefined; i++) {
-        const created: { id: string } = yield* Effect.promise(() => callA("POST", `/session?directory=${encodeURIComponent(cwd)}`, {}))
-        yield* Effect.promise(() => callA("POST", `/session/${created.id}/message`, { parts: [{ type: "text", text: `first of ${created.id}` }] }))
-        const shard = yield* Processes.shardOf(database, created.id)
-        if (withC[shard - 1] === placeholder) session = created
-      }
-      expect(session).toBeDefined()
-      const moving = session!
-      const hostPid = yield* Effect.flatMap(Processes.shardOf(database, moving.id), (shard) =>
-        Effect.succeed(Processes.assignment([a, b])[shard - 1]!.child.pid))
 
       // The turn streams; the third runner joins meanwhile.
       const watcher = Processes.subscribe(a.url, token, cwd)

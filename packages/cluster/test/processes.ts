@@ -254,3 +254,28 @@ export const turns = (database: string, sessionID: string) =>
       FROM skein_cluster_turns WHERE session_id = ${sessionID} ORDER BY started`
     return rows.map((row) => ({ pid: Number(row.runner.split("/").at(-2)), outcome: row.outcome }))
   }).pipe(Effect.provide(SqlStore.layer(database)), Effect.orDie)
+
+/**
+ * A session (its first turn answered) whose shard `joiner` will take when it
+ * joins `runners`, and the pid of the runner that holds it until then. Tries
+ * up to 20 new sessions: each lands on a shard by its id's hash.
+ */
+export const sessionMovingTo = (
+  database: string,
+  runners: ReadonlyArray<RunnerProcess>,
+  joiner: RunnerConfig,
+  cwd: string
+) =>
+  Effect.gen(function*() {
+    const first = runners[0]!
+    const call = api(first.url, first.config.token)
+    const placeholder = { ...first, config: joiner }
+    const withJoiner = assignment([...runners, placeholder])
+    for (let i = 0; i < 20; i++) {
+      const created: { id: string } = yield* Effect.promise(() => call("POST", `/session?directory=${encodeURIComponent(cwd)}`, {}))
+      yield* Effect.promise(() => call("POST", `/session/${created.id}/message`, { parts: [{ type: "text", text: `first of ${created.id}` }] }))
+      const shard = yield* shardOf(database, created.id)
+      if (withJoiner[shard - 1] === placeholder) return { session: created, hostPid: assignment(runners)[shard - 1]!.child.pid }
+    }
+    return yield* Effect.dieMessage("no session of 20 landed on a shard the joining runner takes")
+  })
