@@ -58,31 +58,26 @@ describe("a question across runner processes", () => {
       })
       const shared = yield* ClaudeCli.offlineDirs("skein-cluster-question-")
       const cwd = Fs.realpathSync(shared.cwd)
-      // One after the other: runners that start together race in the migrations of the shared schema.
-      const runners = yield* Effect.forEach(["a", "b"], (name, i) => {
-        const root = Path.join(shared.root, name)
-        Fs.mkdirSync(Path.join(root, "config"), { recursive: true })
-        Fs.mkdirSync(Path.join(root, "tmp"), { recursive: true })
-        return Processes.spawnRunner({
+      const runners = yield* Effect.forEach(["a", "b"], (name, i) =>
+        Processes.spawnRunner({
           database,
-          configDir: Path.join(root, "config"),
-          tmpDir: Path.join(root, "tmp"),
+          ...Processes.runnerDirs(shared.root, name),
           cwd,
           modelUrl: model.url,
           runnerPort: 34541 + i,
           token,
           runner: "Socket",
           bare: false
-        })
-      })
+        }))
       const [a, b] = runners as [Processes.RunnerProcess, Processes.RunnerProcess]
+      // Until each runner holds its own shards, a session's entity may still move (and its turn end RunnerLost).
+      yield* Processes.awaitShardsSettled(database, runners)
       const callA = Processes.api(a.url, token)
       const callB = Processes.api(b.url, token)
       const inDir = `directory=${encodeURIComponent(cwd)}`
 
       // Sessions created and prompted through A until one runs on B (placed by shard: its transcript is on B's disk only).
-      // B joined after A: while shards move to it, a turn on a moving shard ends RunnerLost (a known limit), and
-      // that session is passed over.
+      // A session whose first turn fails all the same is passed over.
       let onB: { readonly id: string; readonly cliSessionId: string } | undefined
       for (let tries = 0; onB === undefined && tries < 12; tries++) {
         const session = yield* Effect.promise(() => callA("POST", `/session?${inDir}`, {}))

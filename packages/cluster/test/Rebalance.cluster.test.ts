@@ -13,7 +13,6 @@ import { describe, expect, it } from "@effect/vitest"
 import { ClaudeCli, FakeModel, Postgres } from "@skein/testkit"
 import { Effect, Redacted } from "effect"
 import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as Processes from "./processes.js"
 
 const token = "cluster-token-0123456789"
@@ -35,13 +34,9 @@ describe("a runner joins while a turn streams", () => {
       const shared = yield* ClaudeCli.offlineDirs("skein-cluster-rebalance-")
       const cwd = Fs.realpathSync(shared.cwd)
       const configOf = (name: string, runnerPort: number) => {
-        const root = Path.join(shared.root, name)
-        Fs.mkdirSync(Path.join(root, "config"), { recursive: true })
-        Fs.mkdirSync(Path.join(root, "tmp"), { recursive: true })
         return {
           database,
-          configDir: Path.join(root, "config"),
-          tmpDir: Path.join(root, "tmp"),
+          ...Processes.runnerDirs(shared.root, name),
           cwd,
           modelUrl: model.url,
           runnerPort,

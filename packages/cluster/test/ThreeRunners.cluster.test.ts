@@ -63,17 +63,11 @@ describe("three runners over Postgres", () => {
       })
       const shared = yield* ClaudeCli.offlineDirs("skein-cluster-e2e-")
       const cwd = Fs.realpathSync(shared.cwd)
-      const dirsOf = (name: string) => {
-        const root = Path.join(shared.root, name)
-        Fs.mkdirSync(Path.join(root, "config"), { recursive: true })
-        Fs.mkdirSync(Path.join(root, "tmp"), { recursive: true })
-        return { configDir: Path.join(root, "config"), tmpDir: Path.join(root, "tmp") }
-      }
       const ports = [34531, 34532, 34533]
       const runners = yield* Effect.forEach(["a", "b", "c"], (name, i) =>
         Processes.spawnRunner({
           database,
-          ...dirsOf(name),
+          ...Processes.runnerDirs(shared.root, name),
           cwd,
           modelUrl: model.url,
           runnerPort: ports[i]!,

@@ -279,3 +279,11 @@ export const sessionMovingTo = (
     }
     return yield* Effect.dieMessage("no session of 20 landed on a shard the joining runner takes")
   })
+
+/** A runner's own config folder and temp folder under `root` (its disk, as another machine's would be). */
+export const runnerDirs = (root: string, name: string) => {
+  const dir = Path.join(root, name)
+  Fs.mkdirSync(Path.join(dir, "config"), { recursive: true })
+  Fs.mkdirSync(Path.join(dir, "tmp"), { recursive: true })
+  return { configDir: Path.join(dir, "config"), tmpDir: Path.join(dir, "tmp") }
+}
