@@ -42,6 +42,8 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
     const records = new Map<number, TurnRecord.TurnRecord>()
     const spans = new Map<TurnRecord.TurnRecord, Tracer.Span>()
     let current: TurnRecord.TurnRecord | undefined
+    /** Counted from before a subscription exists to after it is gone, so no subscriber misses a turn. */
+    let subscribers = 0
     const trace = options.trace
 
     /** Ends the record's span, if it has one, as `end` says. */
@@ -59,7 +61,8 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
         record.costBefore = yield* options.cost
         current = record
         if (trace !== undefined) spans.set(record, yield* trace.turnStarted(record, record.links))
-        yield* PubSub.publish(announced, TurnRecord.toTurn(record))
+        // With no subscriber the announcement reaches no one: a CLI turn's view is then never made.
+        if (subscribers > 0) yield* PubSub.publish(announced, TurnRecord.toTurn(record))
       })
 
     const end = (record: TurnRecord.TurnRecord, output: TurnRecord.Ended) =>
@@ -91,6 +94,9 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
       start,
       end,
       failAll,
-      subscribe: PubSub.subscribe(announced)
+      subscribe: Effect.zipRight(
+        Effect.acquireRelease(Effect.sync(() => subscribers++), () => Effect.sync(() => subscribers--)),
+        PubSub.subscribe(announced)
+      )
     } satisfies TurnBook
   })

@@ -4,7 +4,7 @@
  * say) between a tracker step and the effects of its outputs; a read must not
  * be stepped in between, so the lock-free path checks `holding` first.
  */
-import { Effect } from "effect"
+import { Effect, type Exit } from "effect"
 
 export interface TurnLock {
   /** Runs `section` as the one holder. */
@@ -13,17 +13,25 @@ export interface TurnLock {
   readonly holding: () => boolean
 }
 
+/**
+ * One region that cannot be interrupted between taking the permit, running
+ * the section and giving it back, as `withPermits` does, with `holding` set
+ * inside it: one region instead of `withPermits` around an `ensuring`.
+ */
 export const make: Effect.Effect<TurnLock> = Effect.map(Effect.makeSemaphore(1), (semaphore) => {
   let holding = false
-  const release = Effect.sync(() => {
+  const release = <A, E>(exit: Exit.Exit<A, E>) => {
     holding = false
-  })
+    return Effect.zipRight(semaphore.release(1), exit)
+  }
   return {
     locked: <A, E>(section: Effect.Effect<A, E>) =>
-      semaphore.withPermits(1)(Effect.suspend(() => {
-        holding = true
-        return Effect.ensuring(section, release)
-      })),
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(restore(semaphore.take(1)), () => {
+          holding = true
+          return Effect.flatMap(Effect.exit(restore(section)), release)
+        })
+      ),
     holding: () => holding
   }
 })

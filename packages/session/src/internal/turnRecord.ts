@@ -27,6 +27,8 @@ export interface TurnRecord {
   modelAnswered: boolean
   /** For a host turn, the span that sent it. */
   readonly links: ReadonlyArray<Tracer.SpanLink>
+  /** The caller's view, made once: the sender and the turns' subscribers share it. */
+  view: Turn | undefined
 }
 
 export type Ended = Extract<TurnTracker.Output, { _tag: "TurnEnded" }>
@@ -48,16 +50,18 @@ export const make = (
     costBefore: 0,
     synthetic: undefined,
     modelAnswered: false,
-    links
+    links,
+    view: undefined
   }))
 
 /** The caller's view of the turn. */
-export const toTurn = (record: TurnRecord): Turn => ({
-  index: record.index,
-  origin: record.origin,
-  events: Mailbox.toStream(record.events),
-  result: Deferred.await(record.done)
-})
+export const toTurn = (record: TurnRecord): Turn =>
+  record.view ??= {
+    index: record.index,
+    origin: record.origin,
+    events: Mailbox.toStream(record.events),
+    result: Deferred.await(record.done)
+  }
 
 /** What a turn's `result` answers, from the tracker's end of it. */
 export const summary = (
