@@ -203,7 +203,10 @@ const checkResume = (options: SessionOptions) =>
  * `SessionPool` in context, a process it keeps warm for these options is
  * taken instead of a new one.
  */
-export const start = Effect.fn("Session.start")(function*(options: SessionOptions) {
+export const start = Effect.fn("Session.start", {
+  // The span's stack trace would be kept, with the Errors it is built from, by every fiber the session forks.
+  captureStackTrace: false
+})(function*(options: SessionOptions) {
   const services: CliRequests.Services = {
     permissions: yield* Effect.serviceOption(Permissions),
     hooks: yield* Effect.serviceOption(Hooks),
@@ -281,8 +284,10 @@ const runOn = Effect.fnUntraced(function*(
   const endedWith = Deferred.poll(ended).pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: Effect.asSome }))
   )
-  // It has no fields to check: skip the constructor's Schema validation on the start path.
-  const closed = new SessionClosed({}, { disableValidation: true })
+  // Made when first needed (most sessions need it once, at their close): an error captures a stack
+  // trace, which an idle session would hold for nothing. It has no fields to check: no Schema validation.
+  let closedError: SessionClosed | undefined
+  const closed = () => closedError ??= new SessionClosed({}, { disableValidation: true })
   const exitDrain = options.exitDrain ?? Duration.seconds(1)
   const trace = yield* Trace.make({ cwd: options.cwd, pid: child.pid, resume: options.resume })
 
@@ -295,8 +300,8 @@ const runOn = Effect.fnUntraced(function*(
   const whyClosed: Effect.Effect<TurnError> = Effect.flatMap(
     Ref.get(hostClosedStdin),
     (byHost) =>
-      byHost ? Effect.succeed(closed) : Deferred.await(ended).pipe(
-        Effect.timeoutTo({ duration: Duration.sum(exitDrain, Duration.seconds(1)), onSuccess: (e) => e, onTimeout: () => closed })
+      byHost ? Effect.sync(closed) : Deferred.await(ended).pipe(
+        Effect.timeoutTo({ duration: Duration.sum(exitDrain, Duration.seconds(1)), onSuccess: (e) => e, onTimeout: closed })
       )
   )
 
@@ -314,7 +319,6 @@ const runOn = Effect.fnUntraced(function*(
     writeUser: (content, uuid) => write(HostMessage.user(content, uuid === undefined ? undefined : { uuid })),
     cost: Effect.sync(() => state.unsafeGet().counters.costUsd),
     ended: endedWith,
-    closed,
     structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
     trace
   })
@@ -361,7 +365,7 @@ const runOn = Effect.fnUntraced(function*(
 
   yield* Effect.addFinalizer(() =>
     closeGracefully({ options, turns, control, ended: endedWith, closeStdin: Effect.zipRight(Ref.set(hostClosedStdin, true), child.closeStdin) })
-      .pipe(Effect.zipRight(shutdown(closed)))
+      .pipe(Effect.zipRight(Effect.suspend(() => shutdown(closed()))))
   )
 
   // One that carries something (hooks, toolkits, prompts, agents, a schema)
@@ -439,7 +443,8 @@ const make = (parts: {
     request,
     interrupt: turns.interrupt.pipe(
       Effect.flatMap((live) => live ? Effect.asVoid(request({ subtype: "interrupt" })) : Effect.void),
-      Effect.withSpan("Session.interrupt")
+      // No stack trace: this span is built once per session, and its Error would live as long.
+      Effect.withSpan("Session.interrupt", { captureStackTrace: false })
     ),
     setPermissionMode: (mode) =>
       request({ subtype: "set_permission_mode", mode }).pipe(

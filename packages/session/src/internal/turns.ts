@@ -7,7 +7,7 @@
  */
 import type { CliMessage } from "@skein/protocol"
 import { Duration, Effect, FiberMap, Option, type Queue, type Scope } from "effect"
-import type { SessionClosed, TurnError } from "../SessionError.js"
+import type { TurnError } from "../SessionError.js"
 import type { SessionEvent, Turn, TurnSummary } from "../Turn.js"
 import * as Trace from "./trace.js"
 import * as TurnBook from "./turnBook.js"
@@ -44,7 +44,6 @@ export interface Options {
   readonly cost: Effect.Effect<number>
   /** Set once the session has ended. */
   readonly ended: Effect.Effect<Option.Option<TurnError>>
-  readonly closed: SessionClosed
   /** With an `outputSchema`: decodes a turn's structured output from its results. */
   readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
   /** Where each turn's span goes; none without it. */
@@ -136,6 +135,9 @@ const stepFree = (
   return events.length
 }
 
+/** A span per send, without the stack trace `withSpan` would capture for it (an Error per turn). */
+const noStack = { captureStackTrace: false } as const
+
 export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope> =>
   Effect.gen(function*() {
     const lock = yield* TurnLock.make
@@ -179,7 +181,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         book.register(record)
         yield* stepLocked({ _tag: "Send", turn: record.index })
         return TurnRecord.toTurn(record)
-      })).pipe(Effect.withSpan("Session.send"))
+      })).pipe(Effect.withSpan("Session.send", noStack))
 
     const failAll = (error: TurnError) =>
       lock.locked(Effect.gen(function*() {
