@@ -418,7 +418,11 @@ const currentSessionId = (
       ? Effect.orElse(done.value, () => Effect.succeed(chosen.value))
       : Effect.succeed(chosen.value))
 
-/** The public face of a started session. */
+/**
+ * The public face of a started session. Its effects that take no arguments
+ * are getters, made when asked for: an idle session then holds no prebuilt
+ * effect trees for requests it may never make.
+ */
 const make = (parts: {
   readonly child: ProcessHost.ChildProcess
   readonly state: StateCell.StateCell<SessionState.SessionState>
@@ -434,18 +438,23 @@ const make = (parts: {
   const request = control.request
   return {
     pid: child.pid,
-    sessionId: currentSessionId(parts.sessionId, parts.chosen),
+    get sessionId() {
+      return currentSessionId(parts.sessionId, parts.chosen)
+    },
     state,
-    subscribe: PubSub.subscribe(parts.events),
+    get subscribe() {
+      return PubSub.subscribe(parts.events)
+    },
     turns: turns.subscribe,
     initialize: parts.initialize,
     send: (content, options) => turns.send(content, options?.uuid),
     request,
-    interrupt: turns.interrupt.pipe(
-      Effect.flatMap((live) => live ? Effect.asVoid(request({ subtype: "interrupt" })) : Effect.void),
-      // No stack trace: this span is built once per session, and its Error would live as long.
-      Effect.withSpan("Session.interrupt", { captureStackTrace: false })
-    ),
+    get interrupt() {
+      return turns.interrupt.pipe(
+        Effect.flatMap((live) => live ? Effect.asVoid(request({ subtype: "interrupt" })) : Effect.void),
+        Effect.withSpan("Session.interrupt", { captureStackTrace: false })
+      )
+    },
     setPermissionMode: (mode) =>
       request({ subtype: "set_permission_mode", mode }).pipe(
         Effect.zipRight(state.update((s) => ({ ...s, permissionMode: mode })))
@@ -460,9 +469,15 @@ const make = (parts: {
       ),
     setMaxThinkingTokens: (tokens) => Effect.asVoid(request({ subtype: "set_max_thinking_tokens", max_thinking_tokens: tokens })),
     stopTask: (taskId) => Effect.asVoid(request({ subtype: "stop_task", task_id: taskId })),
-    mcpStatus: request({ subtype: "mcp_status" }),
-    getContextUsage: request({ subtype: "get_context_usage" }),
-    end: Effect.zipRight(parts.end, child.closeStdin),
+    get mcpStatus() {
+      return request({ subtype: "mcp_status" })
+    },
+    get getContextUsage() {
+      return request({ subtype: "get_context_usage" })
+    },
+    get end() {
+      return Effect.zipRight(parts.end, child.closeStdin)
+    },
     // ProcessHost's own wait: it resolves even after the session's scope closed.
     exit: child.await
   }
