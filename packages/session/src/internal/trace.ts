@@ -83,6 +83,17 @@ export const callerLinks: Effect.Effect<ReadonlyArray<Tracer.SpanLink>> = Effect
   })
 )
 
+/**
+ * Effect's own tracer builds a span's ids a character at a time, which V8
+ * keeps as a chain of about 24 cons strings (some 800 bytes per span) until
+ * something reads a character of them and makes it flatten the chain. A
+ * session holds its own span and the one that started it for its whole life.
+ */
+const flattenIds = (span: Tracer.AnySpan): void => {
+  span.traceId.charCodeAt(0)
+  span.spanId.charCodeAt(0)
+}
+
 /** Ends `span` now, unless it already ended. */
 export const end = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
   Effect.flatMap(Clock.currentTimeNanos, (now) =>
@@ -120,16 +131,19 @@ export const make = (session: {
   readonly resume?: string | undefined
 }): Effect.Effect<SessionTrace, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const links = yield* callerLinks
     const span = yield* Effect.makeSpanScoped("Session", {
       ...options,
       root: true,
-      links: yield* callerLinks,
+      links,
       attributes: {
         [Attr.cwd]: session.cwd,
         [Attr.pid]: session.pid,
         ...(session.resume === undefined ? {} : { [Attr.resume]: session.resume })
       }
     })
+    flattenIds(span)
+    for (const link of links) flattenIds(link.span)
     let live: Tracer.Span | undefined
     const tools = new Map<string, ToolCall>()
 
