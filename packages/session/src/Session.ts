@@ -24,7 +24,7 @@ import {
   type Queue,
   Ref,
   type Schema,
-  type Scope,
+  Scope,
   type Subscribable
 } from "effect"
 import { Elicitation } from "./Elicitation.js"
@@ -363,9 +363,14 @@ const runOn = Effect.fnUntraced(function*(
     }).pipe(Effect.forkIn(scope))
   }
 
-  yield* Effect.addFinalizer(() =>
-    closeGracefully({ options, turns, control, ended: endedWith, closeStdin: Effect.zipRight(Ref.set(hostClosedStdin, true), child.closeStdin) })
-      .pipe(Effect.zipRight(Effect.suspend(() => shutdown(closed()))))
+  // `Scope.addFinalizer`, not `Effect.addFinalizer`: that one keeps a snapshot of this fiber's
+  // FiberRefs for the session's whole life, to run the finalizer with them, which closing never needs.
+  yield* Scope.addFinalizer(
+    scope,
+    Effect.suspend(() =>
+      closeGracefully({ options, turns, control, ended: endedWith, closeStdin: Effect.zipRight(Ref.set(hostClosedStdin, true), child.closeStdin) })
+        .pipe(Effect.zipRight(shutdown(closed())))
+    )
   )
 
   // One that carries something (hooks, toolkits, prompts, agents, a schema)

@@ -10,7 +10,7 @@
  * per message, only a scan of its content blocks for tool calls.
  */
 import { Anthropic, type CliMessage } from "@skein/protocol"
-import { Clock, Effect, Exit, FiberId, Option, type Scope, type Tracer } from "effect"
+import { Clock, Effect, Exit, FiberId, Option, Scope, type Tracer } from "effect"
 import type { TurnSummary } from "../Turn.js"
 
 /** Attribute names; `gen_ai.*` follow OpenTelemetry's GenAI conventions. */
@@ -156,7 +156,8 @@ export const make = (session: {
         return end(call.span, exit)
       })
     const endTools = Effect.suspend(() => Effect.forEach([...tools.keys()], (id) => endTool(id, unfinished), { discard: true }))
-    yield* Effect.addFinalizer(() => Effect.zipRight(endTools, live === undefined ? Effect.void : end(live, unfinished)))
+    // Not `Effect.addFinalizer`, which would keep a snapshot of the FiberRefs for the session's life.
+    yield* Scope.addFinalizer(yield* Effect.scope, Effect.suspend(() => Effect.zipRight(endTools, live === undefined ? Effect.void : end(live, unfinished))))
 
     const openTool = (id: string, name: string | undefined, parent: Tracer.Span) =>
       Effect.map(
