@@ -20,7 +20,6 @@ import {
   Duration,
   Effect,
   Option,
-  PubSub,
   type Queue,
   Ref,
   type Schema,
@@ -33,6 +32,7 @@ import type * as Args from "./internal/args.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as ControlChannel from "./internal/controlChannel.js"
 import * as Dispatch from "./internal/dispatch.js"
+import * as LazyHub from "./internal/lazyHub.js"
 import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
@@ -276,7 +276,7 @@ const runOn = Effect.fnUntraced(function*(
     ...SessionState.initial({ cwd: options.cwd, parentSessionId: options.forkSession === true ? options.resume : undefined }),
     pid: child.pid
   })
-  const events = yield* PubSub.unbounded<SessionEvent>()
+  const events = LazyHub.make<SessionEvent>()
   const sessionId = yield* Deferred.make<string, TurnError>()
   if (Option.isSome(known)) yield* Deferred.succeed(sessionId, known.value)
   const ended = yield* Deferred.make<TurnError>()
@@ -431,7 +431,7 @@ const currentSessionId = (
 const make = (parts: {
   readonly child: ProcessHost.ChildProcess
   readonly state: StateCell.StateCell<SessionState.SessionState>
-  readonly events: PubSub.PubSub<SessionEvent>
+  readonly events: LazyHub.LazyHub<SessionEvent>
   readonly sessionId: Deferred.Deferred<string, TurnError>
   readonly chosen: Option.Option<string>
   readonly initialize: Effect.Effect<Json.JsonObject | undefined, RequestError>
@@ -448,7 +448,7 @@ const make = (parts: {
     },
     state,
     get subscribe() {
-      return PubSub.subscribe(parts.events)
+      return parts.events.subscribe
     },
     turns: turns.subscribe,
     initialize: parts.initialize,

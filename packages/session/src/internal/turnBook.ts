@@ -5,9 +5,10 @@
  * turns' lock (see `turns`), so its plain fields need no lock of their own.
  */
 import type { CliMessage } from "@skein/protocol"
-import { Deferred, Effect, PubSub, type Queue, type Scope, type Tracer } from "effect"
+import { Deferred, Effect, type Queue, type Scope, type Tracer } from "effect"
 import type { TurnError } from "../SessionError.js"
 import type { Turn, TurnSummary } from "../Turn.js"
+import * as LazyHub from "./lazyHub.js"
 import type * as Trace from "./trace.js"
 import * as TurnRecord from "./turnRecord.js"
 import type * as TurnTracker from "./turnTracker.js"
@@ -38,7 +39,8 @@ export interface TurnBook {
 const key = (origin: TurnTracker.Origin, turn: number) => origin === "host" ? turn : -turn
 
 export const make = (options: Options): Effect.Effect<TurnBook> =>
-  Effect.map(PubSub.unbounded<Turn>(), (announced) => {
+  Effect.sync(() => {
+    const announced = LazyHub.make<Turn>()
     const records = new Map<number, TurnRecord.TurnRecord>()
     const spans = new Map<TurnRecord.TurnRecord, Tracer.Span>()
     let current: TurnRecord.TurnRecord | undefined
@@ -62,7 +64,7 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
         current = record
         if (trace !== undefined) spans.set(record, yield* trace.turnStarted(record, record.links))
         // With no subscriber the announcement reaches no one: a CLI turn's view is then never made.
-        if (subscribers > 0) yield* PubSub.publish(announced, TurnRecord.toTurn(record))
+        if (subscribers > 0) yield* announced.publish(TurnRecord.toTurn(record))
       })
 
     const end = (record: TurnRecord.TurnRecord, output: TurnRecord.Ended) =>
@@ -96,7 +98,7 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
       failAll,
       subscribe: Effect.zipRight(
         Effect.acquireRelease(Effect.sync(() => subscribers++), () => Effect.sync(() => subscribers--)),
-        PubSub.subscribe(announced)
+        announced.subscribe
       )
     } satisfies TurnBook
   })
