@@ -6,9 +6,10 @@
  * reader's order, so an event and the boundary it causes are never reordered.
  */
 import type { CliMessage } from "@skein/protocol"
-import { Duration, Effect, FiberMap, Option, type Queue, type Scope } from "effect"
+import { Duration, Effect, Option, type Queue, type Scope } from "effect"
 import type { TurnError } from "../SessionError.js"
 import type { SessionEvent, Turn, TurnSummary } from "../Turn.js"
+import * as LazyFiberMap from "./lazyFiberMap.js"
 import * as Trace from "./trace.js"
 import * as TurnBook from "./turnBook.js"
 import * as TurnLock from "./turnLock.js"
@@ -64,7 +65,7 @@ const stepCell = (cell: TrackerCell, input: TurnTracker.Input): ReadonlyArray<Tu
 interface Outputs {
   readonly book: TurnBook.TurnBook
   readonly scope: Scope.Scope
-  readonly timers: FiberMap.FiberMap<string>
+  readonly timers: LazyFiberMap.LazyFiberMap<string>
   readonly writeUser: Options["writeUser"]
   /** Steps the tracker with a host input under the lock: how a timer fires. */
   readonly feed: (input: TurnTracker.Input) => Effect.Effect<void>
@@ -91,14 +92,10 @@ const applyOutput = (context: Outputs, output: TurnTracker.Output): Effect.Effec
     }
     case "SetTimer": {
       const fire = context.feed({ _tag: "TimerFired", timer: output.timer, serial: output.serial })
-      return Effect.asVoid(FiberMap.run(
-        context.timers,
-        `${output.timer}:${output.serial}`,
-        Effect.zipRight(Effect.sleep(Duration.millis(output.millis)), fire)
-      ))
+      return context.timers.run(`${output.timer}:${output.serial}`, Effect.zipRight(Effect.sleep(Duration.millis(output.millis)), fire))
     }
     case "ClearTimer":
-      return FiberMap.remove(context.timers, `${output.timer}:${output.serial}`)
+      return context.timers.remove(`${output.timer}:${output.serial}`)
   }
 }
 
@@ -146,9 +143,10 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
     const trace = options.trace
     let sent = 0
 
-    const timers = yield* FiberMap.make<string>()
+    const scope = yield* Effect.scope
+    const timers = LazyFiberMap.make<string>(scope)
     const feed = (input: TurnTracker.Input) => lock.locked(stepLocked(input))
-    const apply = applyAll({ book, scope: yield* Effect.scope, timers, writeUser: options.writeUser, feed })
+    const apply = applyAll({ book, scope, timers, writeUser: options.writeUser, feed })
 
     /** One tracker step of the host's own (a send, a timer, an interrupt) and its outputs, under the lock. */
     const stepLocked = (input: TurnTracker.Input): Effect.Effect<void> =>
@@ -186,7 +184,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
     const failAll = (error: TurnError) =>
       lock.locked(Effect.gen(function*() {
         cell.state = TurnTracker.step(cell.state, { _tag: "Exited" })[0]
-        yield* FiberMap.clear(timers)
+        yield* timers.clear
         yield* book.failAll(error)
       }))
 
