@@ -56,6 +56,11 @@ import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import * as V8 from "node:v8"
 import * as Vm from "node:vm"
 import { isSdkMessage, loadQuery, type QueryFunction, userInput } from "./support/agentSdk.js"
+import * as Shipped from "./support/shipped.js"
+
+// skein as it ships, not through tsx's keepNames (see support/shipped.ts): the SDK runs from its own .mjs.
+const shippedExit = await Shipped.rerun(import.meta.filename)
+if (shippedExit !== undefined) process.exit(shippedExit)
 
 const positional = process.argv.slice(2).filter((arg) => !arg.startsWith("--"))
 const withSdk = !process.argv.includes("--no-sdk")

@@ -54,6 +54,11 @@ import * as Path from "node:path"
 import * as Readline from "node:readline"
 import { isSdkMessage, loadQuery, type QueryFunction } from "./support/agentSdk.js"
 import { inheritedEnv, processesIn, type RunDirs, runDirs } from "./support/runDirs.js"
+import * as Shipped from "./support/shipped.js"
+
+// skein as it ships, not through tsx's keepNames (see support/shipped.ts): the SDK runs from its own .mjs.
+const shippedExit = await Shipped.rerun(import.meta.filename)
+if (shippedExit !== undefined) process.exit(shippedExit)
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 20)
 /** Where FakeModel runs: a process of its own (the default), or this one (`--model-in-process`, how the bench measured before). */

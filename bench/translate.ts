@@ -13,6 +13,13 @@
  * round's own ratio (decode alone over decode + translate, timed back to
  * back), best and median. Target (issue 30): decode + translate keeps at
  * least 0.8x of decode-only throughput.
+ *
+ * Each run is timed twice: on the wall clock and in this process's CPU time
+ * (`process.cpuUsage`, user + system, the GC's threads included). Both work
+ * on one thread, so on a quiet machine the two agree; on a shared one the
+ * wall clock also counts the time the thread waited for a core, which lands
+ * on whichever contender was running, and a round's ratio swings by 2x. The
+ * target is judged on CPU time, and the wall-clock ratios are printed beside it.
  */
 import { CliMessage, Lenient } from "@skein/protocol"
 import { EventTranslator } from "@skein/canonical"
@@ -53,44 +60,61 @@ const decodeAndTranslate = (): number => {
 
 const contenders = { "decode only": decodeOnly, "decode + translate": decodeAndTranslate }
 const times: Record<string, Array<number>> = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]))
+const cpuTimes: Record<string, Array<number>> = Object.fromEntries(Object.keys(contenders).map((k) => [k, []]))
+const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000
 let lineCount = 0
 
 for (let round = 0; round < rounds + 1; round++) {
   for (const [name, run] of Object.entries(contenders)) {
     const start = process.hrtime.bigint()
+    const cpu = process.cpuUsage()
     const lines = run()
+    const used = cpuMs(process.cpuUsage(cpu))
     const ms = Number(process.hrtime.bigint() - start) / 1e6
     if (lineCount === 0) lineCount = lines
     else if (lines !== lineCount) throw new Error(`${name} saw ${lines} lines, expected ${lineCount}`)
-    if (round > 0) times[name]!.push(ms) // round 0 warms up the JIT
+    if (round > 0) { // round 0 warms up the JIT
+      times[name]!.push(ms)
+      cpuTimes[name]!.push(used)
+    }
   }
 }
 
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
-const base = median(times["decode only"]!)
 console.log(
   `corpus: ${files.length} captures x ${copies} = ${megabytes.toFixed(1)} MB, ${lineCount} lines, ${eventCount} canonical events; median of ${rounds} rounds`
 )
+const cpuBase = median(cpuTimes["decode only"]!)
+const wallBase = median(times["decode only"]!)
 for (const name of Object.keys(contenders)) {
-  const ms = median(times[name]!)
+  const cpu = median(cpuTimes[name]!)
+  const wall = median(times[name]!)
   console.log(
-    `${name.padEnd(20)} ${ms.toFixed(0).padStart(6)} ms  ${(megabytes / (ms / 1000)).toFixed(1).padStart(7)} MB/s  ${
-      (lineCount / (ms / 1000) / 1000).toFixed(0).padStart(6)
-    }k lines/s  ${(base / ms).toFixed(2)}x decode-only throughput`
+    `${name.padEnd(20)} CPU ${cpu.toFixed(0).padStart(6)} ms  ${(megabytes / (cpu / 1000)).toFixed(1).padStart(7)} MB/s  ${
+      (lineCount / (cpu / 1000) / 1000).toFixed(0).padStart(6)
+    }k lines/s  ${(cpuBase / cpu).toFixed(2)}x decode-only throughput; wall ${wall.toFixed(0).padStart(6)} ms, ${(wallBase / wall).toFixed(2)}x`
   )
 }
 
-const ratios = times["decode only"]!.map((ms, i) => ms / times["decode + translate"]![i]!)
+/** Each round's decode-only time over its decode + translate time, on one clock. */
+const roundRatios = (clock: Record<string, Array<number>>) => clock["decode only"]!.map((ms, i) => ms / clock["decode + translate"]![i]!)
+const ratios = roundRatios(cpuTimes)
 const bestRatio = Math.max(...ratios)
 const medianRatio = median(ratios)
+const wallRatios = roundRatios(times)
 console.log(
-  `per-round ratio (decode only / decode + translate): ${ratios.map((r) => r.toFixed(2)).join(" ")}; best ${bestRatio.toFixed(2)}, median ${
-    medianRatio.toFixed(2)
-  }`
+  `per-round ratio on CPU time (decode only / decode + translate): ${ratios.map((r) => r.toFixed(2)).join(" ")}; best ${
+    bestRatio.toFixed(2)
+  }, median ${medianRatio.toFixed(2)}`
+)
+console.log(
+  `per-round ratio on the wall clock: ${wallRatios.map((r) => r.toFixed(2)).join(" ")}; best ${Math.max(...wallRatios).toFixed(2)}, median ${
+    median(wallRatios).toFixed(2)
+  } (for information)`
 )
 const target = 0.8
 console.log(
-  `target: decode + translate >= ${target}x decode-only throughput: ${
+  `target: decode + translate >= ${target}x decode-only throughput (CPU time, median round): ${
     medianRatio >= target ? "met" : bestRatio >= target ? "met in the best round, not at the median" : "not met"
   }`
 )
@@ -119,13 +143,13 @@ const reply = new TextEncoder().encode(
 )
 const deltaTimes = { decode: [] as Array<number>, both: [] as Array<number> }
 for (let round = 0; round < rounds + 1; round++) {
-  let start = process.hrtime.bigint()
+  let start = process.cpuUsage()
   Lenient.decodeAll(CliMessage.decoder, reply)
-  const decodeMs = Number(process.hrtime.bigint() - start) / 1e6
-  start = process.hrtime.bigint()
+  const decodeMs = cpuMs(process.cpuUsage(start))
+  start = process.cpuUsage()
   const decoded = Lenient.decodeAll(CliMessage.decoder, reply)
   const deltas = EventTranslator.translateAll({ cliSessionId: deltaSession }, decoded).filter((e) => e.type === "message.part.delta").length
-  const bothMs = Number(process.hrtime.bigint() - start) / 1e6
+  const bothMs = cpuMs(process.cpuUsage(start))
   if (deltas !== deltaCount) throw new Error(`${deltas} part deltas, expected ${deltaCount}`)
   if (round > 0) {
     deltaTimes.decode.push(decodeMs)
@@ -134,7 +158,7 @@ for (let round = 0; round < rounds + 1; round++) {
 }
 const deltaRatios = deltaTimes.decode.map((ms, i) => ms / deltaTimes.both[i]!)
 console.log(
-  `text deltas: ${deltaCount} in one reply; decode only ${median(deltaTimes.decode).toFixed(0)} ms, decode + translate ${
+  `text deltas (CPU time): ${deltaCount} in one reply; decode only ${median(deltaTimes.decode).toFixed(0)} ms, decode + translate ${
     median(deltaTimes.both).toFixed(0)
   } ms (${(deltaCount / (median(deltaTimes.both) / 1000) / 1000).toFixed(0)}k deltas/s); per-round ratio best ${
     Math.max(...deltaRatios).toFixed(2)

@@ -20,11 +20,10 @@ import {
   Duration,
   Effect,
   Option,
-  PubSub,
   type Queue,
   Ref,
   type Schema,
-  type Scope,
+  Scope,
   type Subscribable
 } from "effect"
 import { Elicitation } from "./Elicitation.js"
@@ -33,6 +32,7 @@ import type * as Args from "./internal/args.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as ControlChannel from "./internal/controlChannel.js"
 import * as Dispatch from "./internal/dispatch.js"
+import * as LazyHub from "./internal/lazyHub.js"
 import * as Launch from "./internal/launch.js"
 import * as Paths from "./internal/paths.js"
 import * as Reader from "./internal/reader.js"
@@ -203,7 +203,10 @@ const checkResume = (options: SessionOptions) =>
  * `SessionPool` in context, a process it keeps warm for these options is
  * taken instead of a new one.
  */
-export const start = Effect.fn("Session.start")(function*(options: SessionOptions) {
+export const start = Effect.fn("Session.start", {
+  // The span's stack trace would be kept, with the Errors it is built from, by every fiber the session forks.
+  captureStackTrace: false
+})(function*(options: SessionOptions) {
   const services: CliRequests.Services = {
     permissions: yield* Effect.serviceOption(Permissions),
     hooks: yield* Effect.serviceOption(Hooks),
@@ -273,7 +276,7 @@ const runOn = Effect.fnUntraced(function*(
     ...SessionState.initial({ cwd: options.cwd, parentSessionId: options.forkSession === true ? options.resume : undefined }),
     pid: child.pid
   })
-  const events = yield* PubSub.unbounded<SessionEvent>()
+  const events = LazyHub.make<SessionEvent>()
   const sessionId = yield* Deferred.make<string, TurnError>()
   if (Option.isSome(known)) yield* Deferred.succeed(sessionId, known.value)
   const ended = yield* Deferred.make<TurnError>()
@@ -281,8 +284,10 @@ const runOn = Effect.fnUntraced(function*(
   const endedWith = Deferred.poll(ended).pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: Effect.asSome }))
   )
-  // It has no fields to check: skip the constructor's Schema validation on the start path.
-  const closed = new SessionClosed({}, { disableValidation: true })
+  // Made when first needed (most sessions need it once, at their close): an error captures a stack
+  // trace, which an idle session would hold for nothing. It has no fields to check: no Schema validation.
+  let closedError: SessionClosed | undefined
+  const closed = () => closedError ??= new SessionClosed({}, { disableValidation: true })
   const exitDrain = options.exitDrain ?? Duration.seconds(1)
   const trace = yield* Trace.make({ cwd: options.cwd, pid: child.pid, resume: options.resume })
 
@@ -295,8 +300,8 @@ const runOn = Effect.fnUntraced(function*(
   const whyClosed: Effect.Effect<TurnError> = Effect.flatMap(
     Ref.get(hostClosedStdin),
     (byHost) =>
-      byHost ? Effect.succeed(closed) : Deferred.await(ended).pipe(
-        Effect.timeoutTo({ duration: Duration.sum(exitDrain, Duration.seconds(1)), onSuccess: (e) => e, onTimeout: () => closed })
+      byHost ? Effect.sync(closed) : Deferred.await(ended).pipe(
+        Effect.timeoutTo({ duration: Duration.sum(exitDrain, Duration.seconds(1)), onSuccess: (e) => e, onTimeout: closed })
       )
   )
 
@@ -314,7 +319,6 @@ const runOn = Effect.fnUntraced(function*(
     writeUser: (content, uuid) => write(HostMessage.user(content, uuid === undefined ? undefined : { uuid })),
     cost: Effect.sync(() => state.unsafeGet().counters.costUsd),
     ended: endedWith,
-    closed,
     structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
     trace
   })
@@ -359,9 +363,14 @@ const runOn = Effect.fnUntraced(function*(
     }).pipe(Effect.forkIn(scope))
   }
 
-  yield* Effect.addFinalizer(() =>
-    closeGracefully({ options, turns, control, ended: endedWith, closeStdin: Effect.zipRight(Ref.set(hostClosedStdin, true), child.closeStdin) })
-      .pipe(Effect.zipRight(shutdown(closed)))
+  // `Scope.addFinalizer`, not `Effect.addFinalizer`: that one keeps a snapshot of this fiber's
+  // FiberRefs for the session's whole life, to run the finalizer with them, which closing never needs.
+  yield* Scope.addFinalizer(
+    scope,
+    Effect.suspend(() =>
+      closeGracefully({ options, turns, control, ended: endedWith, closeStdin: Effect.zipRight(Ref.set(hostClosedStdin, true), child.closeStdin) })
+        .pipe(Effect.zipRight(shutdown(closed())))
+    )
   )
 
   // One that carries something (hooks, toolkits, prompts, agents, a schema)
@@ -414,11 +423,15 @@ const currentSessionId = (
       ? Effect.orElse(done.value, () => Effect.succeed(chosen.value))
       : Effect.succeed(chosen.value))
 
-/** The public face of a started session. */
+/**
+ * The public face of a started session. Its effects that take no arguments
+ * are getters, made when asked for: an idle session then holds no prebuilt
+ * effect trees for requests it may never make.
+ */
 const make = (parts: {
   readonly child: ProcessHost.ChildProcess
   readonly state: StateCell.StateCell<SessionState.SessionState>
-  readonly events: PubSub.PubSub<SessionEvent>
+  readonly events: LazyHub.LazyHub<SessionEvent>
   readonly sessionId: Deferred.Deferred<string, TurnError>
   readonly chosen: Option.Option<string>
   readonly initialize: Effect.Effect<Json.JsonObject | undefined, RequestError>
@@ -430,17 +443,23 @@ const make = (parts: {
   const request = control.request
   return {
     pid: child.pid,
-    sessionId: currentSessionId(parts.sessionId, parts.chosen),
+    get sessionId() {
+      return currentSessionId(parts.sessionId, parts.chosen)
+    },
     state,
-    subscribe: PubSub.subscribe(parts.events),
+    get subscribe() {
+      return parts.events.subscribe
+    },
     turns: turns.subscribe,
     initialize: parts.initialize,
     send: (content, options) => turns.send(content, options?.uuid),
     request,
-    interrupt: turns.interrupt.pipe(
-      Effect.flatMap((live) => live ? Effect.asVoid(request({ subtype: "interrupt" })) : Effect.void),
-      Effect.withSpan("Session.interrupt")
-    ),
+    get interrupt() {
+      return turns.interrupt.pipe(
+        Effect.flatMap((live) => live ? Effect.asVoid(request({ subtype: "interrupt" })) : Effect.void),
+        Effect.withSpan("Session.interrupt", { captureStackTrace: false })
+      )
+    },
     setPermissionMode: (mode) =>
       request({ subtype: "set_permission_mode", mode }).pipe(
         Effect.zipRight(state.update((s) => ({ ...s, permissionMode: mode })))
@@ -455,9 +474,15 @@ const make = (parts: {
       ),
     setMaxThinkingTokens: (tokens) => Effect.asVoid(request({ subtype: "set_max_thinking_tokens", max_thinking_tokens: tokens })),
     stopTask: (taskId) => Effect.asVoid(request({ subtype: "stop_task", task_id: taskId })),
-    mcpStatus: request({ subtype: "mcp_status" }),
-    getContextUsage: request({ subtype: "get_context_usage" }),
-    end: Effect.zipRight(parts.end, child.closeStdin),
+    get mcpStatus() {
+      return request({ subtype: "mcp_status" })
+    },
+    get getContextUsage() {
+      return request({ subtype: "get_context_usage" })
+    },
+    get end() {
+      return Effect.zipRight(parts.end, child.closeStdin)
+    },
     // ProcessHost's own wait: it resolves even after the session's scope closed.
     exit: child.await
   }

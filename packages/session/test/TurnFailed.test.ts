@@ -12,7 +12,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Turns from "../src/internal/turns.js"
 import * as Session from "../src/Session.js"
-import { SessionClosed, TurnFailed } from "../src/SessionError.js"
+import { TurnFailed } from "../src/SessionError.js"
 import * as Turn from "../src/Turn.js"
 import * as Live from "./live.js"
 
@@ -30,7 +30,6 @@ const oneTurn = (events: ReadonlyArray<Turn.SessionEvent>) =>
       writeUser: () => Effect.void,
       cost: Effect.succeed(0),
       ended: Effect.succeed(Option.none()),
-      closed: new SessionClosed()
     })
     const turn = yield* turns.send("say hi")
     yield* turns.onEvents(events)

@@ -7,12 +7,13 @@
  */
 import type { Control, Json } from "@skein/protocol"
 import { Control as ControlMessages, type HostMessage } from "@skein/protocol"
-import { Cause, Duration, Effect, FiberMap, Option, type Scope } from "effect"
+import { Cause, Duration, Effect, Option, type Scope } from "effect"
 import type { Elicitation } from "../Elicitation.js"
 import type { Hooks } from "../Hooks.js"
 import { defaultTimeout as defaultPermissionTimeout, deny, type PermissionDecision, type Permissions } from "../Permissions.js"
 import type * as SessionState from "../SessionState.js"
 import type { Toolkits } from "../Toolkit.js"
+import * as LazyFiberMap from "./lazyFiberMap.js"
 import * as McpServer from "./mcpServer.js"
 import type * as StateCell from "./stateCell.js"
 import * as Trace from "./trace.js"
@@ -98,7 +99,7 @@ export const make = (options: {
 }): Effect.Effect<CliRequests, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { services, state, trace, write } = options
-    const fibers = yield* FiberMap.make<string>()
+    const fibers = LazyFiberMap.make<string>(yield* Effect.scope)
     const hooks = hookRegistry(services.hooks)
     const servers = new Map(
       (yield* Effect.forEach(Option.match(services.toolkits, { onNone: () => [], onSome: (t) => t.servers }), McpServer.make))
@@ -189,7 +190,7 @@ export const make = (options: {
       })
 
     const run = (requestId: string, request: Control.CliRequestPayload, effect: Effect.Effect<Json.JsonObject>) =>
-      FiberMap.run(fibers, requestId, traced(requestId, request, answer(requestId, effect))).pipe(Effect.asVoid)
+      fibers.run(requestId, traced(requestId, request, answer(requestId, effect)))
 
     /** The CLI reads the JSON-RPC answer from `mcp_response`; a tool's run is this request's fiber. */
     const mcpMessage = (requestId: string, request: Control.McpMessage) => {
@@ -223,8 +224,8 @@ export const make = (options: {
         const requestId = json["request_id"]
         return typeof requestId === "string" ? refuse(requestId, subtype ?? "an unknown request") : Effect.void
       },
-      onCancel: (requestId) => FiberMap.remove(fibers, requestId),
-      inFlight: FiberMap.size(fibers),
-      clear: FiberMap.clear(fibers)
+      onCancel: fibers.remove,
+      inFlight: fibers.size,
+      clear: fibers.clear
     } satisfies CliRequests
   })

@@ -9,7 +9,7 @@
 import type { ProcessHost } from "@skein/kernel"
 import type { Json } from "@skein/protocol"
 import type { EventLog } from "@skein/store"
-import { Chunk, Clock, type Duration, Effect, Fiber, PubSub } from "effect"
+import { Chunk, Clock, type Duration, Effect, Fiber, type PubSub } from "effect"
 import * as SessionState from "../SessionState.js"
 import type { SessionEvent } from "../Turn.js"
 import type * as StateCell from "./stateCell.js"
@@ -20,7 +20,8 @@ export interface Options {
   /** The child's stdout, decoded (see `launch`). */
   readonly stdout: StdoutPull.Pull<SessionEvent>
   readonly state: StateCell.StateCell<SessionState.SessionState>
-  readonly events: PubSub.PubSub<SessionEvent>
+  /** Where every event is published: a PubSub, or a hub made on its first subscription. */
+  readonly events: Pick<PubSub.PubSub<SessionEvent>, "publishAll">
   readonly eventLog?: EventLog.EventLog<Json.JsonObject> | undefined
   /** How an event is kept in the event log. */
   readonly record: (event: SessionEvent) => Json.JsonObject
@@ -46,7 +47,7 @@ const onChunk = (options: Options) => (chunk: Chunk.Chunk<SessionEvent>) =>
         Effect.catchAll((error) => Effect.logWarning("Session: the event log refused events", error))
       )
     }
-    yield* PubSub.publishAll(options.events, chunk)
+    yield* options.events.publishAll(chunk)
     yield* options.dispatch(Chunk.toReadonlyArray(chunk))
   })
 

@@ -10,7 +10,8 @@
  * subscriber that reads the current value after subscribing skips the
  * changes that value already holds.
  */
-import { Effect, PubSub, Stream, Subscribable } from "effect"
+import { Effect, Stream, Subscribable } from "effect"
+import * as LazyHub from "./lazyHub.js"
 
 export interface StateCell<A> extends Subscribable.Subscribable<A> {
   /** Replaces the value with `f` of it and publishes the new one. */
@@ -26,28 +27,27 @@ interface Change<A> {
 
 /** A cell holding `initial`. Like a `SubscriptionRef`'s, its changes never end. */
 export const make = <A>(initial: A): Effect.Effect<StateCell<A>> =>
-  Effect.map(
-    PubSub.unbounded<Change<A>>(),
-    (hub) => {
-      let value = initial
-      let version = 0
-      const get = Effect.sync(() => value)
-      const changes: Stream.Stream<A> = Stream.unwrapScoped(Effect.map(PubSub.subscribe(hub), (subscription) => {
-        // Read after subscribing: a change published in between is in both, and skipped in the queue.
-        const seen = version
-        return Stream.concat(
-          Stream.succeed(value),
-          Stream.fromQueue(subscription).pipe(
-            Stream.filter((change) => change.version > seen),
-            Stream.map((change) => change.value)
-          )
+  Effect.sync(() => {
+    // Made on the first subscription to `changes`: until then an update publishes to no one.
+    const hub = LazyHub.make<Change<A>>()
+    let value = initial
+    let version = 0
+    const get = Effect.sync(() => value)
+    const changes: Stream.Stream<A> = Stream.unwrapScoped(Effect.map(hub.subscribe, (subscription) => {
+      // Read after subscribing: a change published in between is in both, and skipped in the queue.
+      const seen = version
+      return Stream.concat(
+        Stream.succeed(value),
+        Stream.fromQueue(subscription).pipe(
+          Stream.filter((change) => change.version > seen),
+          Stream.map((change) => change.value)
         )
-      }))
-      const update = (f: (a: A) => A) =>
-        Effect.sync(() => {
-          value = f(value)
-          hub.unsafeOffer({ version: ++version, value })
-        })
-      return Object.assign(Subscribable.make({ get, changes }), { update, unsafeGet: () => value })
-    }
-  )
+      )
+    }))
+    const update = (f: (a: A) => A) =>
+      Effect.sync(() => {
+        value = f(value)
+        hub.unsafeOffer({ version: ++version, value })
+      })
+    return Object.assign(Subscribable.make({ get, changes }), { update, unsafeGet: () => value })
+  })

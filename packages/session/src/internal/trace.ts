@@ -10,7 +10,7 @@
  * per message, only a scan of its content blocks for tool calls.
  */
 import { Anthropic, type CliMessage } from "@skein/protocol"
-import { Clock, Effect, Exit, FiberId, Option, type Scope, type Tracer } from "effect"
+import { Clock, Effect, Exit, FiberId, Option, Scope, type Tracer } from "effect"
 import type { TurnSummary } from "../Turn.js"
 
 /** Attribute names; `gen_ai.*` follow OpenTelemetry's GenAI conventions. */
@@ -83,6 +83,17 @@ export const callerLinks: Effect.Effect<ReadonlyArray<Tracer.SpanLink>> = Effect
   })
 )
 
+/**
+ * Effect's own tracer builds a span's ids a character at a time, which V8
+ * keeps as a chain of about 24 cons strings (some 800 bytes per span) until
+ * something reads a character of them and makes it flatten the chain. A
+ * session holds its own span and the one that started it for its whole life.
+ */
+const flattenIds = (span: Tracer.AnySpan): void => {
+  span.traceId.charCodeAt(0)
+  span.spanId.charCodeAt(0)
+}
+
 /** Ends `span` now, unless it already ended. */
 export const end = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
   Effect.flatMap(Clock.currentTimeNanos, (now) =>
@@ -120,16 +131,19 @@ export const make = (session: {
   readonly resume?: string | undefined
 }): Effect.Effect<SessionTrace, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const links = yield* callerLinks
     const span = yield* Effect.makeSpanScoped("Session", {
       ...options,
       root: true,
-      links: yield* callerLinks,
+      links,
       attributes: {
         [Attr.cwd]: session.cwd,
         [Attr.pid]: session.pid,
         ...(session.resume === undefined ? {} : { [Attr.resume]: session.resume })
       }
     })
+    flattenIds(span)
+    for (const link of links) flattenIds(link.span)
     let live: Tracer.Span | undefined
     const tools = new Map<string, ToolCall>()
 
@@ -142,7 +156,8 @@ export const make = (session: {
         return end(call.span, exit)
       })
     const endTools = Effect.suspend(() => Effect.forEach([...tools.keys()], (id) => endTool(id, unfinished), { discard: true }))
-    yield* Effect.addFinalizer(() => Effect.zipRight(endTools, live === undefined ? Effect.void : end(live, unfinished)))
+    // Not `Effect.addFinalizer`, which would keep a snapshot of the FiberRefs for the session's life.
+    yield* Scope.addFinalizer(yield* Effect.scope, Effect.suspend(() => Effect.zipRight(endTools, live === undefined ? Effect.void : end(live, unfinished))))
 
     const openTool = (id: string, name: string | undefined, parent: Tracer.Span) =>
       Effect.map(

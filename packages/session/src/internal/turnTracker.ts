@@ -142,8 +142,15 @@ export const initial = (options?: Options): State => ({
 
 type Step = readonly [State, ReadonlyArray<Output>]
 
+/**
+ * Most inputs (a delta, a message, a state the tracker already knows) change
+ * nothing: they return the same state and this one empty list, so a step
+ * that moves nothing copies nothing.
+ */
+const none: ReadonlyArray<Output> = []
+
 export const step = (state: State, input: Input): Step => {
-  if (state.exited) return [state, []]
+  if (state.exited) return [state, none]
   switch (input._tag) {
     case "Send":
       return pump({ ...state, queue: [...state.queue, input.turn] }, [])
@@ -205,7 +212,7 @@ const started = (turn: ActiveTurn): Output => ({
 
 /** Work the CLI began while no turn was live becomes a turn of its own. */
 const ensureActive = (state: State): Step => {
-  if (state.active !== undefined) return [state, []]
+  if (state.active !== undefined) return [state, none]
   const active = newTurn(state.cliTurns + 1, "cli", state.serials + 1)
   return [{ ...state, active, cliTurns: active.turn, serials: active.serial }, [started(active)]]
 }
@@ -222,27 +229,32 @@ const onMessage = (state: State, message: CliMessage.CliMessage): Step => {
     case "user":
     case "stream_event":
       // Without state events, output with no live turn is work the CLI began by itself.
-      return state.stateEvents ? [state, []] : ensureActive({ ...state, phase: "running" })
+      if (state.stateEvents || (state.phase === "running" && state.active !== undefined)) return [state, none]
+      return ensureActive({ ...state, phase: "running" })
     default:
-      return [state, []]
+      return [state, none]
   }
 }
+
+/** The state with the CLI's phase as a state event reported it; the same object when nothing changes. */
+const withPhase = (state: State, phase: Phase): State =>
+  state.stateEvents && state.phase === phase ? state : { ...state, stateEvents: true, phase }
 
 const onSystem = (state: State, message: CliMessage.SystemMessage): Step => {
   switch (message.subtype) {
     case "session_state_changed":
       return message.state === "idle"
-        ? onIdle({ ...state, stateEvents: true, phase: "idle" })
+        ? onIdle(withPhase(state, "idle"))
         : message.state === "running" || message.state === "requires_action"
-        ? onBusy({ ...state, stateEvents: true, phase: message.state })
-        : [{ ...state, stateEvents: true }, []]
+        ? onBusy(withPhase(state, message.state))
+        : [state.stateEvents ? state : { ...state, stateEvents: true }, none]
     case "task_started":
-      return message.is_backgrounded === false ? [state, []] : taskStarted(state, message.task_id)
+      return message.is_backgrounded === false ? [state, none] : taskStarted(state, message.task_id)
     case "task_updated": {
       const status = message.patch.status
       return status === "completed" || status === "failed" || status === "killed" || status === "stopped"
         ? tasksEnded(state, [message.task_id])
-        : [state, []]
+        : [state, none]
     }
     case "task_notification":
       return tasksEnded(state, [message.task_id])
@@ -251,11 +263,12 @@ const onSystem = (state: State, message: CliMessage.SystemMessage): Step => {
       const now = new Set(message.tasks.map((t) => t.task_id))
       const known = state.liveTasks.filter((id) => !now.has(id))
       const fresh = [...now].filter((id) => !state.liveTasks.includes(id))
+      if (known.length === 0 && fresh.length === 0) return [state, none]
       const [afterEnd, out] = tasksEnded(state, known)
       return [fresh.reduce((s, id) => taskStarted(s, id)[0], afterEnd), out]
     }
     default:
-      return [state, []]
+      return [state, none]
   }
 }
 
@@ -263,6 +276,8 @@ const onBusy = (state: State): Step => {
   const [withTurn, out] = ensureActive(state)
   const active = withTurn.active
   if (active === undefined) return [withTurn, out]
+  // Still busy on a turn already under way: nothing to change.
+  if (active.started && !active.cliIdle && !active.awaitingFollowUp && !active.timers.includes("followUp")) return [withTurn, out]
   // A follow-up began: whatever settle timer waited for it is done.
   const cleared = active.timers.includes("followUp") ? [clear(active, "followUp")] : []
   return [
@@ -283,12 +298,12 @@ const onBusy = (state: State): Step => {
 const onIdle = (state: State): Step => {
   const active = state.active
   // An idle before the turn began is the end of earlier work, not of this turn.
-  if (active === undefined || !active.started) return pump(state, [])
+  if (active === undefined || !active.started) return pump(state, none)
   return settle(state, { ...active, cliIdle: true }, "idle")
 }
 
 const onResult = (state: State, result: CliMessage.Result): Step => {
-  const [withTurn, out] = state.stateEvents ? [state, []] as const : ensureActive(state)
+  const [withTurn, out] = state.stateEvents ? [state, none] as const : ensureActive(state)
   const active = withTurn.active
   if (active === undefined) return [withTurn, out]
   const recorded: ActiveTurn = { ...active, started: true, results: [...active.results, result] }
@@ -301,7 +316,7 @@ const onResult = (state: State, result: CliMessage.Result): Step => {
 // --- background tasks --------------------------------------------------------
 
 const taskStarted = (state: State, taskId: string): Step => {
-  if (state.liveTasks.includes(taskId)) return [state, []]
+  if (state.liveTasks.includes(taskId)) return [state, none]
   const active = state.active
   return [{
     ...state,
@@ -312,16 +327,16 @@ const taskStarted = (state: State, taskId: string): Step => {
 
 const tasksEnded = (state: State, taskIds: ReadonlyArray<string>): Step => {
   const ended = taskIds.filter((id) => state.liveTasks.includes(id))
-  if (ended.length === 0) return [state, []]
+  if (ended.length === 0) return [state, none]
   const liveTasks = state.liveTasks.filter((id) => !ended.includes(id))
   const active = state.active
-  if (active === undefined || !active.tasks.some((id) => ended.includes(id))) return [{ ...state, liveTasks }, []]
+  if (active === undefined || !active.tasks.some((id) => ended.includes(id))) return [{ ...state, liveTasks }, none]
   const next: ActiveTurn = {
     ...active,
     tasks: active.tasks.filter((id) => !ended.includes(id)),
     awaitingFollowUp: active.awaitingFollowUp || active.cliIdle
   }
-  return active.cliIdle ? settle({ ...state, liveTasks }, next, "idle") : [{ ...state, liveTasks, active: next }, []]
+  return active.cliIdle ? settle({ ...state, liveTasks }, next, "idle") : [{ ...state, liveTasks, active: next }, none]
 }
 
 // --- ending turns --------------------------------------------------------------

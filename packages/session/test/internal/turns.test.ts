@@ -9,7 +9,6 @@ import { CliMessage as Messages } from "@skein/protocol"
 import { Chunk, Effect, FastCheck, Option, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { SessionClosed } from "../../src/SessionError.js"
 import type { SessionEvent } from "../../src/Turn.js"
 import * as Turns from "../../src/internal/turns.js"
 
@@ -35,7 +34,6 @@ const runTurns = (reads: (events: ReadonlyArray<SessionEvent>) => ReadonlyArray<
       writeUser: (content) => Effect.sync(() => void written.push(String(content))),
       cost: Effect.succeed(0),
       ended: Effect.succeed(Option.none()),
-      closed: new SessionClosed()
     })
     const first = yield* turns.send("one")
     const second = yield* turns.send("two")

@@ -1,0 +1,54 @@
+/**
+ * Runs a bench over skein as it ships (plain JavaScript, as `tsc` emits it)
+ * instead of through tsx. tsx compiles with esbuild's `keepNames`, which
+ * follows every function it defines with `__name(fn, "…")`: an
+ * `Object.defineProperty` on each closure as it is made. A session makes
+ * hundreds of closures when it starts and dozens per turn, so under tsx each
+ * one also costs a property array of its own and a defineProperty call: in
+ * `bench/scale` about 17 KB of heap per idle session and about 15% of the host
+ * CPU per turn that the built package does not spend. The Agent SDK, loaded
+ * from its own `.mjs`, never paid it, so a comparison run under tsx was unfair
+ * to skein.
+ *
+ * `rerun` bundles the bench's entry with esbuild (no `keepNames`, sources
+ * through the `@skein/source` condition, packages bundled in) into `.tmp/`
+ * under the repository, runs the bundle with node and the same arguments,
+ * and returns its exit code; in that child, or with `--tsx`, it returns
+ * `undefined` and the bench goes on as it is.
+ */
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+
+const marker = "SKEIN_BENCH_SHIPPED"
+
+/** Runs `entry` bundled, unless this is that run already; the child's exit code, else undefined. */
+export const rerun = async (entry: string): Promise<number | undefined> => {
+  if (process.env[marker] === "1" || process.argv.includes("--tsx")) return undefined
+  const esbuild = await import("esbuild")
+  const repo = Path.resolve(Path.dirname(entry), "..")
+  const outfile = Path.join(repo, ".tmp", "bench", `${Path.basename(entry, ".ts")}.mjs`)
+  Fs.mkdirSync(Path.dirname(outfile), { recursive: true })
+  await esbuild.build({
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    conditions: ["@skein/source"],
+    // The bench's own paths (`import.meta.dirname`) stay those of its source.
+    define: { "import.meta.dirname": JSON.stringify(Path.dirname(entry)), "import.meta.filename": JSON.stringify(entry) },
+    // The CLI's own package is found at run time, as installed.
+    external: ["@anthropic-ai/*"],
+    // Bundled CommonJS dependencies call `require` for node's own modules.
+    banner: { js: "import { createRequire as __skeinRequire } from 'node:module'; const require = __skeinRequire(import.meta.url);" },
+    logLevel: "warning"
+  })
+  console.log(`(running ${Path.relative(repo, entry)} bundled, as shipped: ${Path.relative(repo, outfile)}; --tsx runs it under tsx)`)
+  const child = ChildProcess.spawnSync(process.execPath, [...process.execArgv.filter((a) => a.startsWith("--max")), outfile, ...process.argv.slice(2)], {
+    stdio: "inherit",
+    env: { ...process.env, [marker]: "1" }
+  })
+  return child.status ?? 1
+}
