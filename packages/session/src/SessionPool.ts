@@ -13,6 +13,10 @@
  *
  * A process taken belongs to its session's Scope from then on; the ones
  * still held are stopped when the pool's Scope closes.
+ *
+ * With `claim`, a spare is parked (`--await-claim`): it is no session until
+ * the pool claims it for the one that takes it (see `internal/claim.ts`), so
+ * a spare never taken leaves no transcript behind.
  */
 import { ProcessHost } from "@skein/kernel"
 import type { Control } from "@skein/protocol"
@@ -25,12 +29,14 @@ import {
   FiberSet,
   Layer,
   Option,
+  Ref,
   Schedule,
   Scope,
   Subscribable,
   SubscriptionRef
 } from "effect"
 import { Hooks } from "./Hooks.js"
+import * as Claim from "./internal/claim.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as Launch from "./internal/launch.js"
 import * as Warmup from "./internal/warmup.js"
@@ -59,6 +65,17 @@ export interface Options {
    * transcript.
    */
   readonly warmup?: ReadonlyArray<Control.HostRequestPayload> | undefined
+  /**
+   * Park each spare with `--await-claim` and claim it (`claim_session`, with
+   * the session's cwd) when a session takes it; off by default. The CLI then
+   * defers its session-scoped start-up (cwd, CLAUDE.md and git context,
+   * SessionStart hooks, the transcript) to the claim, which the session waits
+   * for: `bench/warmup.ts` measures what that costs. A CLI that does not know
+   * the flag (it exits at once saying so: the 2.0 line) keeps spares as
+   * without this option; a claim refused or unanswered stops that spare and
+   * the session starts cold.
+   */
+  readonly claim?: boolean | undefined
 }
 
 /**
@@ -88,8 +105,16 @@ export class SessionPool extends Context.Tag("@skein/session/SessionPool")<Sessi
 interface Warm {
   readonly key: string
   readonly launched: Launch.Launched
+  /** Started with `--await-claim`: claimed when taken. */
+  readonly parked: boolean
   /** Holds the process: the pool's until taken, then closed by the session's Scope. */
   readonly scope: Scope.CloseableScope
+}
+
+/** A profile's processes: one permit per process it may hold or be starting, and whether its CLI can park them. */
+interface Slot {
+  readonly permits: Effect.Semaphore
+  readonly parks: Ref.Ref<boolean>
 }
 
 /** After a failed warm start: back off, up to one attempt every 30 s. */
@@ -115,8 +140,7 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
     // Finalizers run last-in first: the fibers that start processes stop before the held ones are closed.
     yield* Effect.addFinalizer(() => Effect.flatMap(SubscriptionRef.getAndSet(ready, []), closeAll))
     const starting = yield* FiberSet.make()
-    /** One permit per process a profile may hold or be starting. */
-    const slots = new Map<string, Effect.Semaphore>()
+    const slots = new Map<string, Slot>()
 
     /** A held process that exits is dropped and replaced; one taken meanwhile is its session's. */
     const dropOnExit = (warm: Warm, permits: Effect.Semaphore) =>
@@ -128,22 +152,46 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
         )
       )
 
+    /**
+     * Launches and initializes one process, parked when the profile's CLI can
+     * park; a CLI that refuses the flag turns parking off for its profile and
+     * is launched again without it.
+     */
+    const launchOne = (profile: SessionOptions, initialize: Control.Initialize, slot: Slot) =>
+      Effect.flatMap(Ref.get(slot.parks), (parks) =>
+        parks
+          ? Launch.warm(Claim.parked(profile), initialize).pipe(
+            Effect.map((launched) => [launched, true] as const),
+            Effect.catchIf(Claim.isUnsupported, () =>
+              Effect.zipRight(
+                Effect.zipRight(
+                  Ref.set(slot.parks, false),
+                  Effect.logInfo("SessionPool: this CLI cannot park spares (no --await-claim); keeping them unparked")
+                ),
+                Effect.map(Launch.warm(profile, initialize), (launched) => [launched, false] as const)
+              ))
+          )
+          : Effect.map(Launch.warm(profile, initialize), (launched) => [launched, false] as const))
+
     /** Starts one process and adds it to `ready`; it is in `ready` or stopped, never lost. */
-    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize, permits: Effect.Semaphore) =>
+    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize, slot: Slot) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const scope = yield* Scope.make()
-          const launched = yield* restore(
-            Effect.flatMap(Launch.warm(profile, initialize), (launched) => Warmup.run(launched, options.warmup ?? []))
+          const [launched, parked] = yield* restore(
+            Effect.flatMap(
+              launchOne(profile, initialize, slot),
+              ([launched, parked]) => Effect.map(Warmup.run(launched, options.warmup ?? []), (warmed) => [warmed, parked] as const)
+            )
           ).pipe(
             Scope.extend(scope),
             Effect.provideService(ProcessHost.ProcessHost, host),
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
           )
-          const warm: Warm = { key, launched, scope }
+          const warm: Warm = { key, launched, parked, scope }
           yield* SubscriptionRef.update(ready, (warms) => [...warms, warm])
           // Forked from an uninterruptible region: made interruptible, so the pool's close does not wait on it.
-          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm, permits)))
+          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm, slot.permits)))
         })
       ).pipe(
         Effect.tapError((error) => Effect.logWarning("SessionPool: a warm start failed; retrying", error)),
@@ -154,12 +202,12 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
       const initialize = Launch.initializeRequest(profile, fields)
       const key = Launch.profileKey(profile, initialize)
       if (slots.has(key)) continue
-      const permits = yield* Effect.makeSemaphore(options.size)
-      slots.set(key, permits)
+      const slot: Slot = { permits: yield* Effect.makeSemaphore(options.size), parks: yield* Ref.make(options.claim === true) }
+      slots.set(key, slot)
       // A permit comes back when a process is taken: that starts its replacement.
       yield* FiberSet.run(
         starting,
-        Effect.forever(Effect.zipRight(permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize, permits))))
+        Effect.forever(Effect.zipRight(slot.permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize, slot))))
       )
     }
 
@@ -182,17 +230,34 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
         )
       })
 
+    /** A parked spare claimed for a session in `cwd`; one refused is stopped, and the session starts cold. */
+    const claimed = (warm: Warm, cwd: string): Effect.Effect<Option.Option<Launch.Launched>> =>
+      warm.parked
+        ? Claim.claim(warm.launched, cwd).pipe(
+          Effect.map(Option.some),
+          Effect.catchTag("ClaimRefused", (refused) =>
+            Effect.as(
+              Effect.zipRight(
+                Effect.logWarning("SessionPool: a spare refused its claim; starting cold", refused.reason),
+                Scope.close(warm.scope, Exit.void)
+              ),
+              Option.none()
+            ))
+        )
+        : Effect.succeedSome(warm.launched)
+
     const take: SessionPool["Type"]["take"] = (launch, initialize) =>
       Effect.suspend(() => {
         const key = Launch.profileKey(launch, initialize)
-        const permits = slots.get(key)
-        if (permits === undefined) return Effect.succeedNone
-        // Taken and handed to the caller's Scope in one step, so an interruption cannot lose it.
-        return Effect.uninterruptible(
-          Effect.flatMap(takeLive(key, permits), (found) =>
+        const slot = slots.get(key)
+        if (slot === undefined) return Effect.succeedNone
+        // Taken and handed to the caller's Scope in one step, so an interruption cannot lose it; the claim may be interrupted.
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(takeLive(key, slot.permits), (found) =>
             Option.match(found, {
               onNone: () => Effect.succeedNone,
-              onSome: (warm) => Effect.as(Effect.addFinalizer((exit) => Scope.close(warm.scope, exit)), Option.some(warm.launched))
+              onSome: (warm) =>
+                Effect.zipRight(Effect.addFinalizer((exit) => Scope.close(warm.scope, exit)), restore(claimed(warm, launch.cwd)))
             }))
         )
       }).pipe(Effect.withSpan("SessionPool.take"))
