@@ -30,6 +30,7 @@
  *
  *   npx tsx bench/warmup.ts          # 8 rounds after a warm-up round
  *   npx tsx bench/warmup.ts 12
+ *   npx tsx bench/warmup.ts 8 --claim   # only cold, pooled, +context full and the +claim rows
  */
 import { NodeContext } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
@@ -45,6 +46,7 @@ import * as Readline from "node:readline"
 import { inheritedEnv, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 8)
+const claimRowsOnly = process.argv.includes("--claim")
 const now = () => performance.timeOrigin + performance.now()
 
 const cli = await Effect.runPromise(Effect.orDie(ClaudeCli.executable))
@@ -187,7 +189,7 @@ interface Candidate {
   readonly claim?: boolean
 }
 
-const candidates: ReadonlyArray<readonly [string, Candidate]> = [
+const allCandidates: ReadonlyArray<readonly [string, Candidate]> = [
   ["pooled", { warmup: [] }],
   ["+context summary", { warmup: [{ subtype: "get_context_usage", detail: "summary" }] }],
   ["+context full", { warmup: [{ subtype: "get_context_usage" }] }],
@@ -197,6 +199,10 @@ const candidates: ReadonlyArray<readonly [string, Candidate]> = [
   ["+claim", { warmup: [], claim: true }],
   ["+claim+context", { warmup: [{ subtype: "get_context_usage" }], claim: true }]
 ]
+
+const candidates = claimRowsOnly
+  ? allCandidates.filter(([name]) => ["pooled", "+context full", "+claim", "+claim+context"].includes(name))
+  : allCandidates
 
 // --- the run -----------------------------------------------------------------------
 
