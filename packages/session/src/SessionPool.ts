@@ -16,7 +16,8 @@
  *
  * With `claim`, a spare is parked (`--await-claim`): it is no session until
  * the pool claims it for the one that takes it (see `internal/claim.ts`), so
- * a spare never taken leaves no transcript behind.
+ * a spare never taken leaves no transcript behind, and it serves a session
+ * in any working directory, not only its profile's.
  */
 import { ProcessHost } from "@skein/kernel"
 import type { Control } from "@skein/protocol"
@@ -74,6 +75,13 @@ export interface Options {
    * the flag (it exits at once saying so: the 2.0 line) keeps spares as
    * without this option; a claim refused or unanswered stops that spare and
    * the session starts cold.
+   *
+   * A parked spare is no session yet, so it also serves options that differ
+   * from its profile's only in `cwd`: the claim moves it there (the profile's
+   * cwd is only where it waits). That is what this option is for: on CLI
+   * 2.1.332 the claim's round trip makes a pooled first turn slower than
+   * `warmup` alone (see the bench), but far faster than a cold start in a
+   * folder no profile names.
    */
   readonly claim?: boolean | undefined
 }
@@ -105,8 +113,11 @@ export class SessionPool extends Context.Tag("@skein/session/SessionPool")<Sessi
 interface Warm {
   readonly key: string
   readonly launched: Launch.Launched
+  /** `key` without the cwd: a parked spare serves any cwd. */
+  readonly anyCwd: string
   /** Started with `--await-claim`: claimed when taken. */
   readonly parked: boolean
+  readonly slot: Slot
   /** Holds the process: the pool's until taken, then closed by the session's Scope. */
   readonly scope: Scope.CloseableScope
 }
@@ -123,9 +134,13 @@ const retryPolicy = Schedule.exponential("200 millis").pipe(Schedule.either(Sche
 const closeAll = (warms: ReadonlyArray<Warm>) =>
   Effect.forEach(warms, (warm) => Scope.close(warm.scope, Exit.void), { concurrency: "unbounded", discard: true })
 
-/** Removes and returns the first warm process of `key`. */
-const takeFirst = (key: string) => (warms: ReadonlyArray<Warm>): readonly [Option.Option<Warm>, ReadonlyArray<Warm>] => {
-  const index = warms.findIndex((warm) => warm.key === key)
+/** The profile key of these options in any cwd. */
+const anyCwdKey = (options: Launch.LaunchOptions, initialize: Control.Initialize): string =>
+  Launch.profileKey({ ...options, cwd: "" }, initialize)
+
+/** Removes and returns the first warm process that `matches`. */
+const takeFirst = (matches: (warm: Warm) => boolean) => (warms: ReadonlyArray<Warm>): readonly [Option.Option<Warm>, ReadonlyArray<Warm>] => {
+  const index = warms.findIndex(matches)
   return index < 0 ? [Option.none(), warms] : [Option.some(warms[index]!), warms.filter((_, i) => i !== index)]
 }
 
@@ -141,14 +156,16 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
     yield* Effect.addFinalizer(() => Effect.flatMap(SubscriptionRef.getAndSet(ready, []), closeAll))
     const starting = yield* FiberSet.make()
     const slots = new Map<string, Slot>()
+    /** The cwd-less keys of the profiles whose spares are parked (or would be). */
+    const claimable = new Set<string>()
 
     /** A held process that exits is dropped and replaced; one taken meanwhile is its session's. */
-    const dropOnExit = (warm: Warm, permits: Effect.Semaphore) =>
+    const dropOnExit = (warm: Warm) =>
       Effect.zipRight(
         warm.launched.child.await,
         Effect.flatMap(
           SubscriptionRef.modify(ready, (warms) => [warms.includes(warm), warms.filter((w) => w !== warm)] as const),
-          (held) => held ? Effect.zipRight(Scope.close(warm.scope, Exit.void), permits.release(1)) : Effect.void
+          (held) => held ? Effect.zipRight(Scope.close(warm.scope, Exit.void), warm.slot.permits.release(1)) : Effect.void
         )
       )
 
@@ -188,10 +205,10 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
             Effect.provideService(ProcessHost.ProcessHost, host),
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
           )
-          const warm: Warm = { key, launched, parked, scope }
+          const warm: Warm = { key, anyCwd: anyCwdKey(profile, initialize), launched, parked, slot, scope }
           yield* SubscriptionRef.update(ready, (warms) => [...warms, warm])
           // Forked from an uninterruptible region: made interruptible, so the pool's close does not wait on it.
-          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm, slot.permits)))
+          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm)))
         })
       ).pipe(
         Effect.tapError((error) => Effect.logWarning("SessionPool: a warm start failed; retrying", error)),
@@ -204,6 +221,7 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
       if (slots.has(key)) continue
       const slot: Slot = { permits: yield* Effect.makeSemaphore(options.size), parks: yield* Ref.make(options.claim === true) }
       slots.set(key, slot)
+      if (options.claim === true) claimable.add(anyCwdKey(profile, initialize))
       // A permit comes back when a process is taken: that starts its replacement.
       yield* FiberSet.run(
         starting,
@@ -218,15 +236,15 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
         ? Effect.asVoid(permits.release(1))
         : Effect.asVoid(FiberSet.run(starting, Effect.interruptible(Effect.delay(permits.release(1), delay))))
 
-    /** The first held process of `key` that still runs; dead ones are dropped (and replaced). */
-    const takeLive = (key: string, permits: Effect.Semaphore): Effect.Effect<Option.Option<Warm>> =>
-      Effect.flatMap(SubscriptionRef.modify(ready, takeFirst(key)), (found) => {
+    /** The first held process that `matches` and still runs; dead ones are dropped (and replaced). */
+    const takeLive = (matches: (warm: Warm) => boolean): Effect.Effect<Option.Option<Warm>> =>
+      Effect.flatMap(SubscriptionRef.modify(ready, takeFirst(matches)), (found) => {
         if (Option.isNone(found)) return Effect.succeedNone
         const warm = found.value
         return Effect.zipRight(
-          replenish(permits),
+          replenish(warm.slot.permits),
           Effect.flatMap(warm.launched.child.isRunning, (running) =>
-            running ? Effect.succeed(found) : Effect.zipRight(Scope.close(warm.scope, Exit.void), takeLive(key, permits)))
+            running ? Effect.succeed(found) : Effect.zipRight(Scope.close(warm.scope, Exit.void), takeLive(matches)))
         )
       })
 
@@ -249,11 +267,12 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
     const take: SessionPool["Type"]["take"] = (launch, initialize) =>
       Effect.suspend(() => {
         const key = Launch.profileKey(launch, initialize)
-        const slot = slots.get(key)
-        if (slot === undefined) return Effect.succeedNone
+        const anyCwd = anyCwdKey(launch, initialize)
+        if (!slots.has(key) && !claimable.has(anyCwd)) return Effect.succeedNone
+        const matches = (warm: Warm) => warm.key === key || (warm.parked && warm.anyCwd === anyCwd)
         // Taken and handed to the caller's Scope in one step, so an interruption cannot lose it; the claim may be interrupted.
         return Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(takeLive(key, slot.permits), (found) =>
+          Effect.flatMap(takeLive(matches), (found) =>
             Option.match(found, {
               onNone: () => Effect.succeedNone,
               onSome: (warm) =>

@@ -98,6 +98,29 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
       yield* resumed.end
     }).pipe(Effect.provide(Live.layer)), 150_000)
 
+  it.scopedLive("a parked spare serves a session in another folder: the claim moves it there", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("Hello from elsewhere.")] })
+      const d = yield* Live.dirs
+      const profile = Live.liveOptions(model, d)
+      const elsewhere = Path.join(d.tmpDir, "elsewhere")
+      Fs.mkdirSync(elsewhere)
+      const context = yield* Layer.buildWithScope(SessionPool.layer({ profiles: [profile], size: 1, claim: true }), yield* Effect.scope)
+      const [sparePid] = yield* heldPids(Context.get(context, SessionPool.SessionPool), 1)
+
+      const session = yield* Session.start({ ...profile, cwd: elsewhere }).pipe(Effect.provide(Layer.succeedContext(context)))
+      expect(session.pid).toBe(sparePid)
+      const turn = yield* session.send("Say hello")
+      expect((yield* turn.result).text).toBe("Hello from elsewhere.")
+      // The model was told the session's folder, and the transcript is in that folder's project.
+      const request = yield* model.awaitRequest(0, FakeModel.isConversation)
+      expect(JSON.stringify(request.body)).toContain(Fs.realpathSync(elsewhere))
+      const file = Paths.transcriptPath(d.configDir, Fs.realpathSync(elsewhere), yield* session.sessionId)
+      expect(userPrompts(file)).toEqual(["Say hello"])
+      expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual(["Say hello"])
+      yield* session.end
+    }).pipe(Effect.provide(Live.layer)), 150_000)
+
   it.scopedLive("an unclaimed spare leaves no transcript and no process when the pool closes", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({ replies: [] })

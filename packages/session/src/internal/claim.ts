@@ -17,6 +17,7 @@
  * session's own flags and `initialize`.
  */
 import { Data, Duration, Effect, Option } from "effect"
+import * as Path from "node:path"
 import { CliExited } from "../SessionError.js"
 import type * as Launch from "./launch.js"
 import * as Warmup from "./warmup.js"
@@ -46,7 +47,8 @@ export class ClaimRefused extends Data.TaggedError("ClaimRefused")<{ readonly re
 export const defaultTimeout = Duration.seconds(5)
 
 /**
- * Claims a parked spare for a session in `cwd` and waits for the answer, so
+ * Claims a parked spare for a session in `cwd` (made absolute, as the CLI
+ * requires) and waits for the answer, so
  * that a refusal leaves the session free to start cold instead. Returns the
  * process with what was read meanwhile first in `stdout`.
  */
@@ -56,7 +58,7 @@ export const claim = (
   timeout: Duration.DurationInput = defaultTimeout
 ): Effect.Effect<Launch.Launched, ClaimRefused> => {
   const id = Warmup.requestId("claim")
-  const line = `${JSON.stringify({ type: "control_request", request_id: id, request: { subtype: "claim_session", cwd } })}\n`
+  const line = `${JSON.stringify({ type: "control_request", request_id: id, request: { subtype: "claim_session", cwd: Path.resolve(cwd) } })}\n`
   return Warmup.exchange(launched, [{ id, line }], timeout).pipe(
     Effect.flatMap(([[answer], claimed]) =>
       Option.match(Option.flatten(Option.fromNullable(answer)), {
