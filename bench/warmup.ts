@@ -13,6 +13,9 @@
  *   `--await-claim` and claimed (`claim_session`, the session's cwd) when
  *   `Session.start` takes it; the clock includes the claim's round trip.
  *   **+claim+context**: the same, with `get_context_usage` sent while parked.
+ *   **claim elsewhere**: `+claim+context`, for a session in a folder no
+ *   profile names (a fresh one each run): without `claim` that session
+ *   starts cold; with it, the claim moves the spare there.
  * - **floor**: the second turn of a pooled session, from `send`: what the
  *   CLI itself spends on a turn once its code has run once. No warm-up of a
  *   first turn can go below it.
@@ -162,7 +165,7 @@ const cold = (model: Model, runtime: ManagedRuntime.ManagedRuntime<ProcessHost.P
 const pooled = (
   model: Model,
   name: string,
-  { claim, warmup }: Candidate
+  { claim, elsewhere, warmup }: Candidate
 ): Effect.Effect<Contender, never, import("effect").Scope.Scope> =>
   Effect.gen(function*() {
     const profile = options(model.url, freshDirs())
@@ -176,7 +179,10 @@ const pooled = (
       ),
       (runtime) => Effect.promise(() => runtime.dispose())
     )
-    const runOnce = Effect.zipRight(Effect.zipRight(held, settle), run(model, profile))
+    const runOnce = Effect.zipRight(
+      Effect.zipRight(held, settle),
+      Effect.suspend(() => run(model, elsewhere === true ? { ...profile, cwd: freshDirs().cwd } : profile))
+    )
     return {
       name,
       // After the run: the replacement is held (booted, initialized, warmed) before anyone else runs.
@@ -187,6 +193,8 @@ const pooled = (
 interface Candidate {
   readonly warmup: ReadonlyArray<Control.HostRequestPayload>
   readonly claim?: boolean
+  /** The session runs in another folder than the profile's. */
+  readonly elsewhere?: boolean
 }
 
 const allCandidates: ReadonlyArray<readonly [string, Candidate]> = [
@@ -197,11 +205,12 @@ const allCandidates: ReadonlyArray<readonly [string, Candidate]> = [
   ["+get_status", { warmup: [{ subtype: "get_status" }] }],
   ["+skills dialog", { warmup: [{ subtype: "get_skills_dialog" }] }],
   ["+claim", { warmup: [], claim: true }],
-  ["+claim+context", { warmup: [{ subtype: "get_context_usage" }], claim: true }]
+  ["+claim+context", { warmup: [{ subtype: "get_context_usage" }], claim: true }],
+  ["claim elsewhere", { warmup: [{ subtype: "get_context_usage" }], claim: true, elsewhere: true }]
 ]
 
 const candidates = claimRowsOnly
-  ? allCandidates.filter(([name]) => ["pooled", "+context full", "+claim", "+claim+context"].includes(name))
+  ? allCandidates.filter(([name]) => ["pooled", "+context full", "+claim", "+claim+context", "claim elsewhere"].includes(name))
   : allCandidates
 
 // --- the run -----------------------------------------------------------------------
@@ -266,6 +275,7 @@ const main = Effect.gen(function*() {
       `${paired("+claim", "cold", "result").toFixed(3)}× cold, ${paired("+claim", "pooled", "result").toFixed(3)}× pooled, ` +
       `${paired("+claim", "+context full", "result").toFixed(3)}× the warm-up; with the warm-up while parked ` +
       `${paired("+claim+context", "cold", "result").toFixed(3)}× cold, ${paired("+claim+context", "+context full", "result").toFixed(3)}× the warm-up` +
+      `\na session in a folder no profile names: cold without claim (1.000×), ${paired("claim elsewhere", "cold", "result").toFixed(3)}× cold with it` +
       `\nthe CLI's own floor (a second turn, from send): ${floorRequest.toFixed(0)} ms to the request, ${floorResult.toFixed(0)} ms to the result, ` +
       `${floorRatio.toFixed(3)}× cold` +
       `\ntarget pooled start to the first result <= 0.15x cold: ${paired(best, "cold", "result") <= 0.15 ? "met" : "not met"} ` +
