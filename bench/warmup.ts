@@ -9,6 +9,13 @@
  * - **pooled+<request>**: the same, with `SessionPool`'s `warmup` set to that
  *   one control request: the pool sends it after `initialize` and holds the
  *   process once it is answered.
+ * - **+claim**: the pool's `claim` option: the spare is parked with
+ *   `--await-claim` and claimed (`claim_session`, the session's cwd) when
+ *   `Session.start` takes it; the clock includes the claim's round trip.
+ *   **+claim+context**: the same, with `get_context_usage` sent while parked.
+ *   **claim elsewhere**: `+claim+context`, for a session in a folder no
+ *   profile names (a fresh one each run): without `claim` that session
+ *   starts cold; with it, the claim moves the spare there.
  * - **floor**: the second turn of a pooled session, from `send`: what the
  *   CLI itself spends on a turn once its code has run once. No warm-up of a
  *   first turn can go below it.
@@ -26,6 +33,7 @@
  *
  *   npx tsx bench/warmup.ts          # 8 rounds after a warm-up round
  *   npx tsx bench/warmup.ts 12
+ *   npx tsx bench/warmup.ts 8 --claim   # only cold, pooled, +context full and the +claim rows
  */
 import { NodeContext } from "@effect/platform-node"
 import { ProcessHost } from "@skein/kernel"
@@ -41,6 +49,7 @@ import * as Readline from "node:readline"
 import { inheritedEnv, type RunDirs, runDirs } from "./support/runDirs.js"
 
 const rounds = Number(process.argv.slice(2).find((arg) => /^\d+$/.test(arg)) ?? 8)
+const claimRowsOnly = process.argv.includes("--claim")
 const now = () => performance.timeOrigin + performance.now()
 
 const cli = await Effect.runPromise(Effect.orDie(ClaudeCli.executable))
@@ -156,21 +165,24 @@ const cold = (model: Model, runtime: ManagedRuntime.ManagedRuntime<ProcessHost.P
 const pooled = (
   model: Model,
   name: string,
-  warmup: ReadonlyArray<Control.HostRequestPayload>
+  { claim, elsewhere, warmup }: Candidate
 ): Effect.Effect<Contender, never, import("effect").Scope.Scope> =>
   Effect.gen(function*() {
     const profile = options(model.url, freshDirs())
     const runtime: PoolRuntime = yield* Effect.acquireRelease(
       Effect.sync(() =>
         ManagedRuntime.make(
-          SessionPool.layer({ profiles: [profile], size: 1, replenishDelay: "1 second", warmup }).pipe(
+          SessionPool.layer({ profiles: [profile], size: 1, replenishDelay: "1 second", warmup, claim }).pipe(
             Layer.provideMerge(ProcessHost.layerMemory())
           )
         )
       ),
       (runtime) => Effect.promise(() => runtime.dispose())
     )
-    const runOnce = Effect.zipRight(Effect.zipRight(held, settle), run(model, profile))
+    const runOnce = Effect.zipRight(
+      Effect.zipRight(held, settle),
+      Effect.suspend(() => run(model, elsewhere === true ? { ...profile, cwd: freshDirs().cwd } : profile))
+    )
     return {
       name,
       // After the run: the replacement is held (booted, initialized, warmed) before anyone else runs.
@@ -178,14 +190,28 @@ const pooled = (
     }
   })
 
-const candidates: ReadonlyArray<readonly [string, ReadonlyArray<Control.HostRequestPayload>]> = [
-  ["pooled", []],
-  ["+context summary", [{ subtype: "get_context_usage", detail: "summary" }]],
-  ["+context full", [{ subtype: "get_context_usage" }]],
-  ["+mcp_status", [{ subtype: "mcp_status" }]],
-  ["+get_status", [{ subtype: "get_status" }]],
-  ["+skills dialog", [{ subtype: "get_skills_dialog" }]]
+interface Candidate {
+  readonly warmup: ReadonlyArray<Control.HostRequestPayload>
+  readonly claim?: boolean
+  /** The session runs in another folder than the profile's. */
+  readonly elsewhere?: boolean
+}
+
+const allCandidates: ReadonlyArray<readonly [string, Candidate]> = [
+  ["pooled", { warmup: [] }],
+  ["+context summary", { warmup: [{ subtype: "get_context_usage", detail: "summary" }] }],
+  ["+context full", { warmup: [{ subtype: "get_context_usage" }] }],
+  ["+mcp_status", { warmup: [{ subtype: "mcp_status" }] }],
+  ["+get_status", { warmup: [{ subtype: "get_status" }] }],
+  ["+skills dialog", { warmup: [{ subtype: "get_skills_dialog" }] }],
+  ["+claim", { warmup: [], claim: true }],
+  ["+claim+context", { warmup: [{ subtype: "get_context_usage" }], claim: true }],
+  ["claim elsewhere", { warmup: [{ subtype: "get_context_usage" }], claim: true, elsewhere: true }]
 ]
+
+const candidates = claimRowsOnly
+  ? allCandidates.filter(([name]) => ["pooled", "+context full", "+claim", "+claim+context", "claim elsewhere"].includes(name))
+  : allCandidates
 
 // --- the run -----------------------------------------------------------------------
 
@@ -202,7 +228,7 @@ const main = Effect.gen(function*() {
     (runtime) => Effect.promise(() => runtime.dispose())
   )
   const contenders: Array<Contender> = [cold(model, coldRuntime)]
-  for (const [name, warmup] of candidates) contenders.push(yield* pooled(model, name, warmup))
+  for (const [name, candidate] of candidates) contenders.push(yield* pooled(model, name, candidate))
   const timings = new Map<string, Array<Timing>>(contenders.map((c) => [c.name, []]))
   const load = () => Os.loadavg()[0]!.toFixed(1)
   console.log(`warmup: CLI at ${cli}; ${rounds} rounds after a warm-up round; load ${load()} on ${Os.cpus().length} CPUs`)
@@ -245,6 +271,11 @@ const main = Effect.gen(function*() {
       `to the request ${paired(best, "pooled", "request").toFixed(3)}× pooled` +
       `\nSessionPool.warmup (${SessionPool.warmup.map((r) => r.subtype).join(", ")}): ` +
       `${paired("+context full", "cold", "result").toFixed(3)}× cold, ${paired("+context full", "pooled", "result").toFixed(3)}× pooled` +
+      `\nSessionPool claim (parked with --await-claim, claim_session when taken): ` +
+      `${paired("+claim", "cold", "result").toFixed(3)}× cold, ${paired("+claim", "pooled", "result").toFixed(3)}× pooled, ` +
+      `${paired("+claim", "+context full", "result").toFixed(3)}× the warm-up; with the warm-up while parked ` +
+      `${paired("+claim+context", "cold", "result").toFixed(3)}× cold, ${paired("+claim+context", "+context full", "result").toFixed(3)}× the warm-up` +
+      `\na session in a folder no profile names: cold without claim (1.000×), ${paired("claim elsewhere", "cold", "result").toFixed(3)}× cold with it` +
       `\nthe CLI's own floor (a second turn, from send): ${floorRequest.toFixed(0)} ms to the request, ${floorResult.toFixed(0)} ms to the result, ` +
       `${floorRatio.toFixed(3)}× cold` +
       `\ntarget pooled start to the first result <= 0.15x cold: ${paired(best, "cold", "result") <= 0.15 ? "met" : "not met"} ` +

@@ -13,6 +13,11 @@
  *
  * A process taken belongs to its session's Scope from then on; the ones
  * still held are stopped when the pool's Scope closes.
+ *
+ * With `claim`, a spare is parked (`--await-claim`): it is no session until
+ * the pool claims it for the one that takes it (see `internal/claim.ts`), so
+ * a spare never taken leaves no transcript behind, and it serves a session
+ * in any working directory, not only its profile's.
  */
 import { ProcessHost } from "@skein/kernel"
 import type { Control } from "@skein/protocol"
@@ -25,12 +30,14 @@ import {
   FiberSet,
   Layer,
   Option,
+  Ref,
   Schedule,
   Scope,
   Subscribable,
   SubscriptionRef
 } from "effect"
 import { Hooks } from "./Hooks.js"
+import * as Claim from "./internal/claim.js"
 import * as CliRequests from "./internal/cliRequests.js"
 import * as Launch from "./internal/launch.js"
 import * as Warmup from "./internal/warmup.js"
@@ -59,6 +66,24 @@ export interface Options {
    * transcript.
    */
   readonly warmup?: ReadonlyArray<Control.HostRequestPayload> | undefined
+  /**
+   * Park each spare with `--await-claim` and claim it (`claim_session`, with
+   * the session's cwd) when a session takes it; off by default. The CLI then
+   * defers its session-scoped start-up (cwd, CLAUDE.md and git context,
+   * SessionStart hooks, the transcript) to the claim, which the session waits
+   * for: `bench/warmup.ts` measures what that costs. A CLI that does not know
+   * the flag (it exits at once saying so: the 2.0 line) keeps spares as
+   * without this option; a claim refused or unanswered stops that spare and
+   * the session starts cold.
+   *
+   * A parked spare is no session yet, so it also serves options that differ
+   * from its profile's only in `cwd`: the claim moves it there (the profile's
+   * cwd is only where it waits). That is what this option is for: on CLI
+   * 2.1.332 the claim's round trip makes a pooled first turn slower than
+   * `warmup` alone (see the bench), but far faster than a cold start in a
+   * folder no profile names.
+   */
+  readonly claim?: boolean | undefined
 }
 
 /**
@@ -88,8 +113,19 @@ export class SessionPool extends Context.Tag("@skein/session/SessionPool")<Sessi
 interface Warm {
   readonly key: string
   readonly launched: Launch.Launched
+  /** `key` without the cwd: a parked spare serves any cwd. */
+  readonly anyCwd: string
+  /** Started with `--await-claim`: claimed when taken. */
+  readonly parked: boolean
+  readonly slot: Slot
   /** Holds the process: the pool's until taken, then closed by the session's Scope. */
   readonly scope: Scope.CloseableScope
+}
+
+/** A profile's processes: one permit per process it may hold or be starting, and whether its CLI can park them. */
+interface Slot {
+  readonly permits: Effect.Semaphore
+  readonly parks: Ref.Ref<boolean>
 }
 
 /** After a failed warm start: back off, up to one attempt every 30 s. */
@@ -98,9 +134,13 @@ const retryPolicy = Schedule.exponential("200 millis").pipe(Schedule.either(Sche
 const closeAll = (warms: ReadonlyArray<Warm>) =>
   Effect.forEach(warms, (warm) => Scope.close(warm.scope, Exit.void), { concurrency: "unbounded", discard: true })
 
-/** Removes and returns the first warm process of `key`. */
-const takeFirst = (key: string) => (warms: ReadonlyArray<Warm>): readonly [Option.Option<Warm>, ReadonlyArray<Warm>] => {
-  const index = warms.findIndex((warm) => warm.key === key)
+/** The profile key of these options in any cwd. */
+const anyCwdKey = (options: Launch.LaunchOptions, initialize: Control.Initialize): string =>
+  Launch.profileKey({ ...options, cwd: "" }, initialize)
+
+/** Removes and returns the first warm process that `matches`. */
+const takeFirst = (matches: (warm: Warm) => boolean) => (warms: ReadonlyArray<Warm>): readonly [Option.Option<Warm>, ReadonlyArray<Warm>] => {
+  const index = warms.findIndex(matches)
   return index < 0 ? [Option.none(), warms] : [Option.some(warms[index]!), warms.filter((_, i) => i !== index)]
 }
 
@@ -115,35 +155,60 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
     // Finalizers run last-in first: the fibers that start processes stop before the held ones are closed.
     yield* Effect.addFinalizer(() => Effect.flatMap(SubscriptionRef.getAndSet(ready, []), closeAll))
     const starting = yield* FiberSet.make()
-    /** One permit per process a profile may hold or be starting. */
-    const slots = new Map<string, Effect.Semaphore>()
+    const slots = new Map<string, Slot>()
+    /** The cwd-less keys of the profiles whose spares are parked (or would be). */
+    const claimable = new Set<string>()
 
     /** A held process that exits is dropped and replaced; one taken meanwhile is its session's. */
-    const dropOnExit = (warm: Warm, permits: Effect.Semaphore) =>
+    const dropOnExit = (warm: Warm) =>
       Effect.zipRight(
         warm.launched.child.await,
         Effect.flatMap(
           SubscriptionRef.modify(ready, (warms) => [warms.includes(warm), warms.filter((w) => w !== warm)] as const),
-          (held) => held ? Effect.zipRight(Scope.close(warm.scope, Exit.void), permits.release(1)) : Effect.void
+          (held) => held ? Effect.zipRight(Scope.close(warm.scope, Exit.void), warm.slot.permits.release(1)) : Effect.void
         )
       )
 
+    /**
+     * Launches and initializes one process, parked when the profile's CLI can
+     * park; a CLI that refuses the flag turns parking off for its profile and
+     * is launched again without it.
+     */
+    const launchOne = (profile: SessionOptions, initialize: Control.Initialize, slot: Slot) =>
+      Effect.flatMap(Ref.get(slot.parks), (parks) =>
+        parks
+          ? Launch.warm(Claim.parked(profile), initialize).pipe(
+            Effect.map((launched) => [launched, true] as const),
+            Effect.catchIf(Claim.isUnsupported, () =>
+              Effect.zipRight(
+                Effect.zipRight(
+                  Ref.set(slot.parks, false),
+                  Effect.logInfo("SessionPool: this CLI cannot park spares (no --await-claim); keeping them unparked")
+                ),
+                Effect.map(Launch.warm(profile, initialize), (launched) => [launched, false] as const)
+              ))
+          )
+          : Effect.map(Launch.warm(profile, initialize), (launched) => [launched, false] as const))
+
     /** Starts one process and adds it to `ready`; it is in `ready` or stopped, never lost. */
-    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize, permits: Effect.Semaphore) =>
+    const warmOne = (key: string, profile: SessionOptions, initialize: Control.Initialize, slot: Slot) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const scope = yield* Scope.make()
-          const launched = yield* restore(
-            Effect.flatMap(Launch.warm(profile, initialize), (launched) => Warmup.run(launched, options.warmup ?? []))
+          const [launched, parked] = yield* restore(
+            Effect.flatMap(
+              launchOne(profile, initialize, slot),
+              ([launched, parked]) => Effect.map(Warmup.run(launched, options.warmup ?? []), (warmed) => [warmed, parked] as const)
+            )
           ).pipe(
             Scope.extend(scope),
             Effect.provideService(ProcessHost.ProcessHost, host),
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
           )
-          const warm: Warm = { key, launched, scope }
+          const warm: Warm = { key, anyCwd: anyCwdKey(profile, initialize), launched, parked, slot, scope }
           yield* SubscriptionRef.update(ready, (warms) => [...warms, warm])
           // Forked from an uninterruptible region: made interruptible, so the pool's close does not wait on it.
-          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm, permits)))
+          yield* FiberSet.run(starting, Effect.interruptible(dropOnExit(warm)))
         })
       ).pipe(
         Effect.tapError((error) => Effect.logWarning("SessionPool: a warm start failed; retrying", error)),
@@ -154,12 +219,13 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
       const initialize = Launch.initializeRequest(profile, fields)
       const key = Launch.profileKey(profile, initialize)
       if (slots.has(key)) continue
-      const permits = yield* Effect.makeSemaphore(options.size)
-      slots.set(key, permits)
+      const slot: Slot = { permits: yield* Effect.makeSemaphore(options.size), parks: yield* Ref.make(options.claim === true) }
+      slots.set(key, slot)
+      if (options.claim === true) claimable.add(anyCwdKey(profile, initialize))
       // A permit comes back when a process is taken: that starts its replacement.
       yield* FiberSet.run(
         starting,
-        Effect.forever(Effect.zipRight(permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize, permits))))
+        Effect.forever(Effect.zipRight(slot.permits.take(1), FiberSet.run(starting, warmOne(key, profile, initialize, slot))))
       )
     }
 
@@ -170,29 +236,47 @@ export const make = (options: Options): Effect.Effect<SessionPool["Type"], never
         ? Effect.asVoid(permits.release(1))
         : Effect.asVoid(FiberSet.run(starting, Effect.interruptible(Effect.delay(permits.release(1), delay))))
 
-    /** The first held process of `key` that still runs; dead ones are dropped (and replaced). */
-    const takeLive = (key: string, permits: Effect.Semaphore): Effect.Effect<Option.Option<Warm>> =>
-      Effect.flatMap(SubscriptionRef.modify(ready, takeFirst(key)), (found) => {
+    /** The first held process that `matches` and still runs; dead ones are dropped (and replaced). */
+    const takeLive = (matches: (warm: Warm) => boolean): Effect.Effect<Option.Option<Warm>> =>
+      Effect.flatMap(SubscriptionRef.modify(ready, takeFirst(matches)), (found) => {
         if (Option.isNone(found)) return Effect.succeedNone
         const warm = found.value
         return Effect.zipRight(
-          replenish(permits),
+          replenish(warm.slot.permits),
           Effect.flatMap(warm.launched.child.isRunning, (running) =>
-            running ? Effect.succeed(found) : Effect.zipRight(Scope.close(warm.scope, Exit.void), takeLive(key, permits)))
+            running ? Effect.succeed(found) : Effect.zipRight(Scope.close(warm.scope, Exit.void), takeLive(matches)))
         )
       })
+
+    /** A parked spare claimed for a session in `cwd`; one refused is stopped, and the session starts cold. */
+    const claimed = (warm: Warm, cwd: string): Effect.Effect<Option.Option<Launch.Launched>> =>
+      warm.parked
+        ? Claim.claim(warm.launched, cwd).pipe(
+          Effect.map(Option.some),
+          Effect.catchTag("ClaimRefused", (refused) =>
+            Effect.as(
+              Effect.zipRight(
+                Effect.logWarning("SessionPool: a spare refused its claim; starting cold", refused.reason),
+                Scope.close(warm.scope, Exit.void)
+              ),
+              Option.none()
+            ))
+        )
+        : Effect.succeedSome(warm.launched)
 
     const take: SessionPool["Type"]["take"] = (launch, initialize) =>
       Effect.suspend(() => {
         const key = Launch.profileKey(launch, initialize)
-        const permits = slots.get(key)
-        if (permits === undefined) return Effect.succeedNone
-        // Taken and handed to the caller's Scope in one step, so an interruption cannot lose it.
-        return Effect.uninterruptible(
-          Effect.flatMap(takeLive(key, permits), (found) =>
+        const anyCwd = anyCwdKey(launch, initialize)
+        if (!slots.has(key) && !claimable.has(anyCwd)) return Effect.succeedNone
+        const matches = (warm: Warm) => warm.key === key || (warm.parked && warm.anyCwd === anyCwd)
+        // Taken and handed to the caller's Scope in one step, so an interruption cannot lose it; the claim may be interrupted.
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(takeLive(matches), (found) =>
             Option.match(found, {
               onNone: () => Effect.succeedNone,
-              onSome: (warm) => Effect.as(Effect.addFinalizer((exit) => Scope.close(warm.scope, exit)), Option.some(warm.launched))
+              onSome: (warm) =>
+                Effect.zipRight(Effect.addFinalizer((exit) => Scope.close(warm.scope, exit)), restore(claimed(warm, launch.cwd)))
             }))
         )
       }).pipe(Effect.withSpan("SessionPool.take"))

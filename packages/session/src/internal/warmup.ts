@@ -14,7 +14,7 @@
  * its id).
  */
 import { Control, HostMessage } from "@skein/protocol"
-import { Chunk, Duration, Effect } from "effect"
+import { Chunk, Duration, Effect, Option } from "effect"
 import type * as Launch from "./launch.js"
 import * as StdoutPull from "./stdoutPull.js"
 
@@ -22,11 +22,68 @@ type Decoded = StdoutPull.Decoded
 
 let counter = 0
 
-const answerId = (event: Decoded): string | undefined =>
-  event._tag === "Message" && event.message.type === "control_response" ? event.message.response.request_id : undefined
+/** A fresh request id of the pool's own; `prefix` says what it was for. */
+export const requestId = (prefix: string): string => `${prefix}_${++counter}`
+
+const answerOf = (event: Decoded): Control.ControlResponse | undefined =>
+  event._tag === "Message" && event.message.type === "control_response" ? event.message : undefined
 
 /** How long the whole warm-up may take before the process is held as it is. */
 export const defaultTimeout = Duration.seconds(5)
+
+/** A request already encoded as its line, with its id: the pool also sends requests the protocol does not model. */
+export interface Outgoing {
+  readonly id: string
+  readonly line: string
+}
+
+/**
+ * Writes each request in turn and reads stdout until it is answered (or
+ * stdout ends, or `timeout` passes). Returns the answers, in the order of
+ * `requests` (none for one not answered), and the process with what was read,
+ * minus the answers, first in `stdout`.
+ */
+export const exchange = (
+  launched: Launch.Launched,
+  requests: ReadonlyArray<Outgoing>,
+  timeout: Duration.DurationInput = defaultTimeout
+): Effect.Effect<readonly [ReadonlyArray<Option.Option<Control.ControlResponse>>, Launch.Launched]> =>
+  Effect.suspend(() => {
+    const kept: Array<Decoded> = []
+    const answers = new Map<string, Control.ControlResponse>()
+    let ended = false
+    /** Reads until `id` is answered, or stdout ends. */
+    const untilAnswered = (id: string): Effect.Effect<void> =>
+      launched.stdout.pipe(
+        Effect.flatMap((chunk) => {
+          for (const event of chunk) {
+            const answer = answerOf(event)
+            if (answer !== undefined && requests.some((r) => r.id === answer.response.request_id)) {
+              answers.set(answer.response.request_id, answer)
+            } else kept.push(event)
+          }
+          return answers.has(id) ? Effect.void : untilAnswered(id)
+        }),
+        Effect.catchAll(() => Effect.sync(() => (ended = true)))
+      )
+    const one = (request: Outgoing) =>
+      Effect.suspend(() =>
+        ended
+          ? Effect.void
+          // A write that finds stdin closed means the CLI is gone: the read then ends.
+          : Effect.zipRight(Effect.ignore(launched.child.write(request.line)), untilAnswered(request.id))
+      )
+    return Effect.forEach(requests, one, { discard: true }).pipe(
+      Effect.timeoutOption(timeout),
+      Effect.map(() =>
+        [
+          requests.map((r) => Option.fromNullable(answers.get(r.id))),
+          // Once stdout ended, `launched.stdout` keeps saying so.
+          { ...launched, stdout: StdoutPull.prefixed(Chunk.unsafeFromArray(kept), launched.stdout) }
+        ] as const
+      )
+    )
+  })
 
 /**
  * Sends `requests` to a launched process and reads its stdout until each is
@@ -38,40 +95,14 @@ export const run = (
   requests: ReadonlyArray<Control.HostRequestPayload>,
   timeout: Duration.DurationInput = defaultTimeout
 ): Effect.Effect<Launch.Launched> =>
-  Effect.suspend(() => {
-    if (requests.length === 0) return Effect.succeed(launched)
-    const kept: Array<Decoded> = []
-    let ended = false
-    /** Reads until `id` is answered; false when stdout ended first. */
-    const untilAnswered = (id: string): Effect.Effect<boolean> =>
-      launched.stdout.pipe(
-        Effect.flatMap((chunk) => {
-          let answered = false
-          for (const event of chunk) {
-            if (answerId(event) === id) answered = true
-            else kept.push(event)
-          }
-          return answered ? Effect.succeed(true) : untilAnswered(id)
-        }),
-        Effect.catchAll(() => Effect.sync(() => (ended = true, false)))
-      )
-    const one = (request: Control.HostRequestPayload) =>
-      Effect.suspend(() => {
-        if (ended) return Effect.void
-        const id = `warm_${++counter}`
-        // A write that finds stdin closed means the CLI is gone: the read then ends.
-        return Effect.zipRight(
-          Effect.ignore(launched.child.write(HostMessage.encode(Control.request(id, request)))),
-          untilAnswered(id)
-        )
-      })
-    return Effect.forEach(requests, one, { discard: true }).pipe(
-      Effect.timeoutOption(timeout),
-      Effect.map((): Launch.Launched => ({
-        ...launched,
-        // Once stdout ended, `launched.stdout` keeps saying so.
-        stdout: StdoutPull.prefixed(Chunk.unsafeFromArray(kept), launched.stdout)
-      })),
-      Effect.withSpan("SessionPool.warmup", { attributes: { requests: requests.map((r) => r.subtype).join(",") } })
-    )
-  })
+  requests.length === 0 ? Effect.succeed(launched) : exchange(
+    launched,
+    requests.map((request) => {
+      const id = requestId("warm")
+      return { id, line: HostMessage.encode(Control.request(id, request)) }
+    }),
+    timeout
+  ).pipe(
+    Effect.map(([, warmed]) => warmed),
+    Effect.withSpan("SessionPool.warmup", { attributes: { requests: requests.map((r) => r.subtype).join(",") } })
+  )
