@@ -5,8 +5,8 @@
  * user messages.
  */
 import { Canonical } from "@skein/protocol"
-import * as HashSet from "effect/HashSet"
 import * as Ids from "../Ids.js"
+import * as AppendOnlySet from "./appendOnlySet.js"
 import * as NativeTools from "./nativeTools.js"
 import type { Block, BlockKind, Events, OpenedInfo, OpenMessage, State, StepUsage } from "./state.js"
 import { blockAt, emptyTokens, setMap, tokensOf, update, updateBlock, updateMessage, withBlock } from "./state.js"
@@ -266,7 +266,7 @@ export const finishAssistant = (state: State, events: Events): State => {
   }
   // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
   events.push(messageUpdated(next, state.interrupted && message.stopReason === null ? { ...info, error: aborted } : info))
-  return update(next, { message: undefined, finished: HashSet.add(next.finished, message.apiId) })
+  return update(next, { message: undefined, finished: AppendOnlySet.add(next.finished, message.apiId) })
 }
 
 /**

@@ -4,7 +4,7 @@
  * touched (a message has few blocks, so its maps stay small).
  */
 import type { Anthropic, Canonical } from "@skein/protocol"
-import * as HashSet from "effect/HashSet"
+import * as AppendOnlySet from "./appendOnlySet.js"
 import * as Ids from "../Ids.js"
 
 /**
@@ -132,7 +132,7 @@ export interface State {
   readonly assistantOrdinal: number
   readonly message: OpenMessage | undefined
   /** Messages already finished, by API id: late whole `assistant` copies of them are ignored. */
-  readonly finished: HashSet.HashSet<string>
+  readonly finished: AppendOnlySet.AppendOnlySet<string>
   /** The newest user message: the `parentID` of the next assistant message. */
   readonly lastUserMessageID: string | undefined
   readonly tools: ReadonlyMap<string, OpenTool>
@@ -170,7 +170,7 @@ export const initial = (options: Options): State => ({
   userOrdinal: 0,
   assistantOrdinal: 0,
   message: undefined,
-  finished: HashSet.empty(),
+  finished: AppendOnlySet.empty(),
   lastUserMessageID: undefined,
   tools: new Map(),
   requests: new Map(),
