@@ -8,18 +8,20 @@
  */
 export interface AppendOnlySet<A> {
   /** Each member's position in the log: members of this version are below `size`. */
-  readonly log: Map<A, number>
+  readonly log: Map<A, number> | undefined
   readonly size: number
 }
 
-export const empty = <A>(): AppendOnlySet<A> => ({ log: new Map(), size: 0 })
+/** No log until the first `add`: most translators are made and finish few messages. */
+export const empty = <A>(): AppendOnlySet<A> => ({ log: undefined, size: 0 })
 
 export const has = <A>(set: AppendOnlySet<A>, value: A): boolean => {
-  const at = set.log.get(value)
+  const at = set.log?.get(value)
   return at !== undefined && at < set.size
 }
 
 export const add = <A>(set: AppendOnlySet<A>, value: A): AppendOnlySet<A> => {
+  if (set.log === undefined) return { log: new Map([[value, 0]]), size: 1 }
   if (has(set, value)) return set
   // The newest version owns the log: extend it in place.
   if (set.log.size === set.size) {

@@ -163,6 +163,9 @@ export interface State {
   readonly tasks: ReadonlyMap<string, TaskSeen>
 }
 
+/** Every state starts with this one: maps are copied on update, never written. */
+const noEntries: ReadonlyMap<never, never> = new Map<never, never>()
+
 export const initial = (options: Options): State => ({
   options,
   sessionID: Ids.session(options.cliSessionId, options.createdAt),
@@ -172,8 +175,8 @@ export const initial = (options: Options): State => ({
   message: undefined,
   finished: AppendOnlySet.empty(),
   lastUserMessageID: undefined,
-  tools: new Map(),
-  requests: new Map(),
+  tools: noEntries,
+  requests: noEntries,
   pendingRetries: [],
   busy: false,
   aborted: false,
@@ -187,7 +190,7 @@ export const initial = (options: Options): State => ({
   promptOrdinal: 0,
   queuedPrompts: [],
   promptAwaitsIdle: false,
-  tasks: new Map()
+  tasks: noEntries
 })
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] }
