@@ -233,6 +233,20 @@ const copyState = (s: State): Writable<State> => ({
 /** `{ ...state, ...patch }`, at a literal's cost. */
 export const update = (state: State, patch: Partial<State>): State => Object.assign(copyState(state), patch)
 
+/** `update(state, { message })` for the per-delta path: a fixed-shape write, no `Object.assign`. */
+export const withMessage = (state: State, message: OpenMessage): State => {
+  const next = copyState(state)
+  next.message = message
+  return next
+}
+
+/** `updateMessage(message, { blocks })` for the per-delta path. */
+export const withBlocks = (message: OpenMessage, blocks: ReadonlyArray<Block>): OpenMessage => {
+  const next = copyMessage(message)
+  next.blocks = blocks
+  return next
+}
+
 const copyMessage = (m: OpenMessage): Writable<OpenMessage> => ({
   apiId: m.apiId,
   key: m.key,
