@@ -5,6 +5,7 @@
  * each block becomes its part at once, in the same shape the stream gives.
  */
 import type { Anthropic } from "@skein/protocol"
+import * as AppendOnlySet from "./appendOnlySet.js"
 import { closeBlock, finishAssistant, openAssistant, openBlock, tick, usageOf } from "./messages.js"
 import type { Events, State } from "./state.js"
 import { update, updateMessage } from "./state.js"
@@ -19,7 +20,7 @@ export interface WholeAssistant {
 
 export const onAssistant = (state: State, events: Events, whole: WholeAssistant): State => {
   const api = whole.message
-  if (state.finished.has(api.id)) return tick(state, whole.timestamp)
+  if (AppendOnlySet.has(state.finished, api.id)) return tick(state, whole.timestamp)
   if (state.message?.apiId === api.id && state.message.streamed) return tick(state, whole.timestamp)
   let next = state.message !== undefined && state.message.apiId !== api.id ? finishAssistant(state, events) : state
   if (next.message === undefined) {

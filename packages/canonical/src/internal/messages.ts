@@ -6,9 +6,10 @@
  */
 import { Canonical } from "@skein/protocol"
 import * as Ids from "../Ids.js"
+import * as AppendOnlySet from "./appendOnlySet.js"
 import * as NativeTools from "./nativeTools.js"
 import type { Block, BlockKind, Events, OpenedInfo, OpenMessage, State, StepUsage } from "./state.js"
-import { emptyTokens, setMap, tokensOf, update, updateBlock, updateMessage } from "./state.js"
+import { blockAt, emptyTokens, setMap, tokensOf, update, updateBlock, updateMessage, withBlock } from "./state.js"
 
 export const partUpdated = (state: State, part: Canonical.Part): Canonical.CanonicalEvent =>
   Canonical.event("message.part.updated", { sessionID: state.sessionID, part })
@@ -102,7 +103,7 @@ export const openAssistant = (
     key,
     seed,
     info,
-    blocks: new Map(),
+    blocks: [],
     streamed: options.streamed,
     nextIndex: 0,
     usage: options.usage,
@@ -138,7 +139,7 @@ export const openBlock = (state: State, events: Events, message: OpenMessage, st
   }
   events.push(partUpdated(state, blockPart(state, message, block, "open", start.input)))
   const next = updateMessage(message, {
-    blocks: setMap(message.blocks, start.index, block),
+    blocks: withBlock(message.blocks, block),
     nextIndex: Math.max(message.nextIndex, start.index + 1)
   })
   return update(state, { message: next })
@@ -199,7 +200,7 @@ export const closeBlock = (
   final?: { readonly text?: string; readonly input?: Canonical.JsonObject }
 ): State => {
   const message = state.message
-  const block = message?.blocks.get(index)
+  const block = message === undefined ? undefined : blockAt(message.blocks, index)
   if (message === undefined || block === undefined || block.closed) return state
   const text = final?.text ?? block.text
   const closed = updateBlock(block, { text, closed: true })
@@ -224,7 +225,7 @@ export const closeBlock = (
       start: state.clock
     })
     : state.tools
-  return update(state, { tools, message: updateMessage(message, { blocks: setMap(message.blocks, index, closed) }) })
+  return update(state, { tools, message: updateMessage(message, { blocks: withBlock(message.blocks, closed) }) })
 }
 
 /** Ends the open assistant message: its open blocks close, then step-finish and the final message.updated. */
@@ -232,7 +233,7 @@ export const finishAssistant = (state: State, events: Events): State => {
   const message = state.message
   if (message === undefined) return state
   let next = state
-  for (const block of message.blocks.values()) {
+  for (const block of message.blocks) {
     if (!block.closed) next = closeBlock(next, events, block.index)
   }
   const reason = message.stopReason ?? "unknown"
@@ -265,9 +266,7 @@ export const finishAssistant = (state: State, events: Events): State => {
   }
   // As opencode marks a reply cut short by an abort; its clients show it as interrupted.
   events.push(messageUpdated(next, state.interrupted && message.stopReason === null ? { ...info, error: aborted } : info))
-  const finished = new Set(next.finished)
-  finished.add(message.apiId)
-  return update(next, { message: undefined, finished })
+  return update(next, { message: undefined, finished: AppendOnlySet.add(next.finished, message.apiId) })
 }
 
 /**

@@ -4,6 +4,7 @@
  * touched (a message has few blocks, so its maps stay small).
  */
 import type { Anthropic, Canonical } from "@skein/protocol"
+import * as AppendOnlySet from "./appendOnlySet.js"
 import * as Ids from "../Ids.js"
 
 /**
@@ -76,7 +77,12 @@ export interface OpenMessage {
   /** Hash seed of the message's identity: its parts' ids derive from it. */
   readonly seed: Ids.Seed
   readonly info: OpenedInfo
-  readonly blocks: ReadonlyMap<number, Block>
+  /**
+   * Its blocks in the order they opened (a block's key is its `index`). A
+   * message has few blocks and every stream delta replaces one, so an array
+   * copy is cheaper than a Map copy; see `blockAt` and `withBlock`.
+   */
+  readonly blocks: ReadonlyArray<Block>
   /** Seen through `stream_event`s: whole `assistant` messages only confirm it. */
   readonly streamed: boolean
   /** Index the next whole `assistant` block gets when the CLI does not say. */
@@ -126,7 +132,7 @@ export interface State {
   readonly assistantOrdinal: number
   readonly message: OpenMessage | undefined
   /** Messages already finished, by API id: late whole `assistant` copies of them are ignored. */
-  readonly finished: ReadonlySet<string>
+  readonly finished: AppendOnlySet.AppendOnlySet<string>
   /** The newest user message: the `parentID` of the next assistant message. */
   readonly lastUserMessageID: string | undefined
   readonly tools: ReadonlyMap<string, OpenTool>
@@ -157,6 +163,9 @@ export interface State {
   readonly tasks: ReadonlyMap<string, TaskSeen>
 }
 
+/** Every state starts with this one: maps are copied on update, never written. */
+const noEntries: ReadonlyMap<never, never> = new Map<never, never>()
+
 export const initial = (options: Options): State => ({
   options,
   sessionID: Ids.session(options.cliSessionId, options.createdAt),
@@ -164,10 +173,10 @@ export const initial = (options: Options): State => ({
   userOrdinal: 0,
   assistantOrdinal: 0,
   message: undefined,
-  finished: new Set(),
+  finished: AppendOnlySet.empty(),
   lastUserMessageID: undefined,
-  tools: new Map(),
-  requests: new Map(),
+  tools: noEntries,
+  requests: noEntries,
   pendingRetries: [],
   busy: false,
   aborted: false,
@@ -181,7 +190,7 @@ export const initial = (options: Options): State => ({
   promptOrdinal: 0,
   queuedPrompts: [],
   promptAwaitsIdle: false,
-  tasks: new Map()
+  tasks: noEntries
 })
 
 type Writable<T> = { -readonly [K in keyof T]: T[K] }
@@ -223,6 +232,20 @@ const copyState = (s: State): Writable<State> => ({
 
 /** `{ ...state, ...patch }`, at a literal's cost. */
 export const update = (state: State, patch: Partial<State>): State => Object.assign(copyState(state), patch)
+
+/** `update(state, { message })` for the per-delta path: a fixed-shape write, no `Object.assign`. */
+export const withMessage = (state: State, message: OpenMessage): State => {
+  const next = copyState(state)
+  next.message = message
+  return next
+}
+
+/** `updateMessage(message, { blocks })` for the per-delta path. */
+export const withBlocks = (message: OpenMessage, blocks: ReadonlyArray<Block>): OpenMessage => {
+  const next = copyMessage(message)
+  next.blocks = blocks
+  return next
+}
 
 const copyMessage = (m: OpenMessage): Writable<OpenMessage> => ({
   apiId: m.apiId,
@@ -277,6 +300,30 @@ export const parseTime = (timestamp: unknown): number | undefined => {
   if (typeof timestamp !== "string") return undefined
   const ms = Date.parse(timestamp)
   return Number.isNaN(ms) ? undefined : ms
+}
+
+/** The block with this `index`, if the message opened one. */
+export const blockAt = (blocks: ReadonlyArray<Block>, index: number): Block | undefined => {
+  for (let i = 0; i < blocks.length; i++) {
+    if (blocks[i]!.index === index) return blocks[i]
+  }
+  return undefined
+}
+
+/**
+ * `blocks` with `block` in its index's place, or appended if new: a Map's
+ * `set` on a copy (insertion order kept), without a Map's construction cost.
+ */
+export const withBlock = (blocks: ReadonlyArray<Block>, block: Block): ReadonlyArray<Block> => {
+  const next = blocks.slice()
+  for (let i = 0; i < next.length; i++) {
+    if (next[i]!.index === block.index) {
+      next[i] = block
+      return next
+    }
+  }
+  next.push(block)
+  return next
 }
 
 export const setMap = <K, V>(map: ReadonlyMap<K, V>, key: K, value: V): ReadonlyMap<K, V> => {

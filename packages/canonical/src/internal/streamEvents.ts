@@ -8,7 +8,7 @@ import { Canonical, CliMessage } from "@skein/protocol"
 import type { BlockStart } from "./messages.js"
 import { closeBlock, finishAssistant, openAssistant, openBlock, usageOf } from "./messages.js"
 import type { Events, State } from "./state.js"
-import { setMap, update, updateBlock, updateMessage } from "./state.js"
+import { blockAt, update, updateBlock, updateMessage, withBlock, withBlocks, withMessage } from "./state.js"
 
 /** `now` (epoch ms) dates the message a `message_start` opens: the CLI stamps it only once it is whole. */
 export const onStreamEvent = (state: State, events: Events, message: CliMessage.StreamEvent, now: number): State => {
@@ -95,7 +95,7 @@ const onBlockStart = (state: State, events: Events, event: Anthropic.ContentBloc
 
 const onBlockDelta = (state: State, events: Events, event: Anthropic.ContentBlockDeltaEvent): State => {
   const message = state.message
-  const block = message?.blocks.get(event.index)
+  const block = message === undefined ? undefined : blockAt(message.blocks, event.index)
   if (message === undefined || block === undefined || block.closed) return state
   const delta = event.delta
   let text: string
@@ -125,7 +125,7 @@ const onBlockDelta = (state: State, events: Events, event: Anthropic.ContentBloc
     delta: text
   }))
   const next = updateBlock(block, { text: block.text + text })
-  return update(state, { message: updateMessage(message, { blocks: setMap(message.blocks, event.index, next) }) })
+  return withMessage(state, withBlocks(message, withBlock(message.blocks, next)))
 }
 
 const onMessageDelta = (state: State, event: Anthropic.MessageDeltaEvent): State => {

@@ -23,7 +23,7 @@ export const closeOpen = (state: State, events: Events, reason: string): State =
   let next = flushCompaction(state, events)
   const message = next.message
   if (message !== undefined) {
-    for (const block of message.blocks.values()) {
+    for (const block of message.blocks) {
       if (!block.closed) next = closeBlock(next, events, block.index)
     }
     next = finishAssistant(next, events)
