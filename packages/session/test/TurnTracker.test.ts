@@ -71,6 +71,19 @@ describe("TurnTracker over real CLI 2.1.332 captures", () => {
     expect(state.active).toBeUndefined()
   })
 
+  it("a message that moves nothing returns the very same state", () => {
+    const messages = capture("text-thinking.ndjson")
+    const running = nth(messages, isState("running"))
+    const [busy] = replay(messages.slice(0, running + 1), new Map([[0, [send(1)]]]))
+    expect(busy.active?.started).toBe(true)
+    const repeats = [messages[running]!, ...messages.filter((m) => m.type === "stream_event" || m.type === "assistant")]
+    for (const m of repeats) {
+      const [next, out] = TurnTracker.step(busy, message(m))
+      expect(next).toBe(busy)
+      expect(out).toEqual([])
+    }
+  })
+
   it("a permission ask (requires_action) does not end the turn", () => {
     const messages = capture("permission.ndjson")
     const [, out] = replay(messages, new Map([[0, [send(1)]]]))

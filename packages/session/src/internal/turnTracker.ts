@@ -148,12 +148,100 @@ type Step = readonly [State, ReadonlyArray<Output>]
  * that moves nothing copies nothing.
  */
 const none: ReadonlyArray<Output> = []
+const noTurns: ReadonlyArray<number> = []
+
+// --- constructors ------------------------------------------------------------
+// A step runs for every stdout message, so a changed state or turn is built
+// field by field (one shape, no spread of the whole object), and a field that
+// does not change keeps the very object it had.
+
+const makeState = (
+  state: State,
+  phase: Phase,
+  stateEvents: boolean,
+  queue: ReadonlyArray<number>,
+  active: ActiveTurn | undefined,
+  liveTasks: ReadonlyArray<string>,
+  cliTurns: number,
+  serials: number,
+  exited: boolean
+): State => ({ options: state.options, phase, stateEvents, queue, active, liveTasks, cliTurns, serials, exited })
+
+/** The state with `active` as its live turn; the same object when it already is. */
+const withActive = (state: State, active: ActiveTurn | undefined): State =>
+  active === state.active
+    ? state
+    : makeState(
+      state,
+      state.phase,
+      state.stateEvents,
+      state.queue,
+      active,
+      state.liveTasks,
+      state.cliTurns,
+      state.serials,
+      state.exited
+    )
+
+const makeTurn = (
+  turn: ActiveTurn,
+  started: boolean,
+  results: ReadonlyArray<CliMessage.Result>,
+  tasks: ReadonlyArray<string>,
+  awaitingFollowUp: boolean,
+  interrupted: boolean,
+  cliIdle: boolean,
+  timers: ReadonlyArray<Timer>
+): ActiveTurn => ({
+  turn: turn.turn,
+  origin: turn.origin,
+  serial: turn.serial,
+  started,
+  results,
+  tasks,
+  awaitingFollowUp,
+  interrupted,
+  cliIdle,
+  timers
+})
+
+/** The turn with other timers; the same object when they are the same. */
+const withTimers = (turn: ActiveTurn, timers: ReadonlyArray<Timer>): ActiveTurn =>
+  timers === turn.timers
+    ? turn
+    : makeTurn(
+      turn,
+      turn.started,
+      turn.results,
+      turn.tasks,
+      turn.awaitingFollowUp,
+      turn.interrupted,
+      turn.cliIdle,
+      timers
+    )
+
+/** `timers` without `timer`; the same array when it is not there. */
+const without = (timers: ReadonlyArray<Timer>, timer: Timer): ReadonlyArray<Timer> =>
+  timers.includes(timer) ? timers.filter((t) => t !== timer) : timers
 
 export const step = (state: State, input: Input): Step => {
   if (state.exited) return [state, none]
   switch (input._tag) {
     case "Send":
-      return pump({ ...state, queue: [...state.queue, input.turn] }, [])
+      return pump(
+        makeState(
+          state,
+          state.phase,
+          state.stateEvents,
+          [...state.queue, input.turn],
+          state.active,
+          state.liveTasks,
+          state.cliTurns,
+          state.serials,
+          state.exited
+        ),
+        none
+      )
     case "Message":
       return onMessage(state, input.message)
     case "Interrupt":
@@ -161,7 +249,20 @@ export const step = (state: State, input: Input): Step => {
     case "TimerFired":
       return onTimer(state, input.timer, input.serial)
     case "Exited":
-      return [{ ...state, exited: true, queue: [] }, clearTimers(state.active)]
+      return [
+        makeState(
+          state,
+          state.phase,
+          state.stateEvents,
+          noTurns,
+          state.active,
+          state.liveTasks,
+          state.cliTurns,
+          state.serials,
+          true
+        ),
+        clearTimers(state.active)
+      ]
   }
 }
 
@@ -185,7 +286,17 @@ const pump = (state: State, outputs: ReadonlyArray<Output>): Step => {
   if (next === undefined || state.active !== undefined || state.phase !== "idle") return [state, outputs]
   const active = newTurn(next, "host", state.serials + 1)
   return [
-    { ...state, queue: state.queue.slice(1), active, serials: active.serial },
+    makeState(
+      state,
+      state.phase,
+      state.stateEvents,
+      state.queue.slice(1),
+      active,
+      state.liveTasks,
+      state.cliTurns,
+      active.serial,
+      state.exited
+    ),
     [...outputs, { _tag: "WriteUser", turn: next }, started(active)]
   ]
 }
@@ -214,7 +325,20 @@ const started = (turn: ActiveTurn): Output => ({
 const ensureActive = (state: State): Step => {
   if (state.active !== undefined) return [state, none]
   const active = newTurn(state.cliTurns + 1, "cli", state.serials + 1)
-  return [{ ...state, active, cliTurns: active.turn, serials: active.serial }, [started(active)]]
+  return [
+    makeState(
+      state,
+      state.phase,
+      state.stateEvents,
+      state.queue,
+      active,
+      state.liveTasks,
+      active.turn,
+      active.serial,
+      state.exited
+    ),
+    [started(active)]
+  ]
 }
 
 // --- messages ----------------------------------------------------------------
@@ -230,15 +354,30 @@ const onMessage = (state: State, message: CliMessage.CliMessage): Step => {
     case "stream_event":
       // Without state events, output with no live turn is work the CLI began by itself.
       if (state.stateEvents || (state.phase === "running" && state.active !== undefined)) return [state, none]
-      return ensureActive({ ...state, phase: "running" })
+      return ensureActive(phased(state, "running", false))
     default:
       return [state, none]
   }
 }
 
+/** The state with this phase and state-event flag; the same object when both are already so. */
+const phased = (state: State, phase: Phase, stateEvents: boolean): State =>
+  state.phase === phase && state.stateEvents === stateEvents
+    ? state
+    : makeState(
+      state,
+      phase,
+      stateEvents,
+      state.queue,
+      state.active,
+      state.liveTasks,
+      state.cliTurns,
+      state.serials,
+      state.exited
+    )
+
 /** The state with the CLI's phase as a state event reported it; the same object when nothing changes. */
-const withPhase = (state: State, phase: Phase): State =>
-  state.stateEvents && state.phase === phase ? state : { ...state, stateEvents: true, phase }
+const withPhase = (state: State, phase: Phase): State => phased(state, phase, true)
 
 const onSystem = (state: State, message: CliMessage.SystemMessage): Step => {
   switch (message.subtype) {
@@ -247,7 +386,7 @@ const onSystem = (state: State, message: CliMessage.SystemMessage): Step => {
         ? onIdle(withPhase(state, "idle"))
         : message.state === "running" || message.state === "requires_action"
         ? onBusy(withPhase(state, message.state))
-        : [state.stateEvents ? state : { ...state, stateEvents: true }, none]
+        : [phased(state, state.phase, true), none]
     case "task_started":
       return message.is_backgrounded === false ? [state, none] : taskStarted(state, message.task_id)
     case "task_updated": {
@@ -258,18 +397,21 @@ const onSystem = (state: State, message: CliMessage.SystemMessage): Step => {
     }
     case "task_notification":
       return tasksEnded(state, [message.task_id])
-    case "background_tasks_changed": {
-      // The full list: whatever is missing from it has ended.
-      const now = new Set(message.tasks.map((t) => t.task_id))
-      const known = state.liveTasks.filter((id) => !now.has(id))
-      const fresh = [...now].filter((id) => !state.liveTasks.includes(id))
-      if (known.length === 0 && fresh.length === 0) return [state, none]
-      const [afterEnd, out] = tasksEnded(state, known)
-      return [fresh.reduce((s, id) => taskStarted(s, id)[0], afterEnd), out]
-    }
+    case "background_tasks_changed":
+      return tasksChanged(state, message.tasks)
     default:
       return [state, none]
   }
+}
+
+/** The full list of running tasks: whatever is missing from it has ended, whatever is new has started. */
+const tasksChanged = (state: State, tasks: ReadonlyArray<{ readonly task_id: string }>): Step => {
+  const now = new Set(tasks.map((t) => t.task_id))
+  const known = state.liveTasks.filter((id) => !now.has(id))
+  const fresh = [...now].filter((id) => !state.liveTasks.includes(id))
+  if (known.length === 0 && fresh.length === 0) return [state, none]
+  const [afterEnd, out] = tasksEnded(state, known)
+  return [fresh.reduce((s, id) => taskStarted(s, id)[0], afterEnd), out]
 }
 
 const onBusy = (state: State): Step => {
@@ -279,38 +421,46 @@ const onBusy = (state: State): Step => {
   // Still busy on a turn already under way: nothing to change.
   if (active.started && !active.cliIdle && !active.awaitingFollowUp && !active.timers.includes("followUp")) return [withTurn, out]
   // A follow-up began: whatever settle timer waited for it is done.
-  const cleared = active.timers.includes("followUp") ? [clear(active, "followUp")] : []
-  return [
-    {
-      ...withTurn,
-      active: {
-        ...active,
-        started: true,
-        cliIdle: false,
-        awaitingFollowUp: false,
-        timers: active.timers.filter((t) => t !== "followUp")
-      }
-    },
-    [...out, ...cleared]
-  ]
+  const hadFollowUp = active.timers.includes("followUp")
+  const next = withActive(
+    withTurn,
+    makeTurn(active, true, active.results, active.tasks, false, active.interrupted, false, without(active.timers, "followUp"))
+  )
+  return [next, hadFollowUp ? [...out, clear(active, "followUp")] : out]
 }
 
 const onIdle = (state: State): Step => {
   const active = state.active
   // An idle before the turn began is the end of earlier work, not of this turn.
   if (active === undefined || !active.started) return pump(state, none)
-  return settle(state, { ...active, cliIdle: true }, "idle")
+  return settle(state, idled(active), "idle")
 }
+
+/** The turn with the CLI at the end of its work on it. */
+const idled = (turn: ActiveTurn): ActiveTurn =>
+  turn.cliIdle
+    ? turn
+    : makeTurn(turn, turn.started, turn.results, turn.tasks, turn.awaitingFollowUp, turn.interrupted, true, turn.timers)
 
 const onResult = (state: State, result: CliMessage.Result): Step => {
   const [withTurn, out] = state.stateEvents ? [state, none] as const : ensureActive(state)
   const active = withTurn.active
   if (active === undefined) return [withTurn, out]
-  const recorded: ActiveTurn = { ...active, started: true, results: [...active.results, result] }
-  if (withTurn.stateEvents) return [{ ...withTurn, active: recorded }, out]
-  // No state events: the result is the CLI's end of work.
-  const [ended, more] = settle({ ...withTurn, phase: "idle" }, { ...recorded, cliIdle: true }, "result")
-  return [ended, [...out, ...more]]
+  // With state events the result only records; without them it is also the CLI's end of work.
+  const results = [...active.results, result]
+  const recorded = makeTurn(
+    active,
+    true,
+    results,
+    active.tasks,
+    active.awaitingFollowUp,
+    active.interrupted,
+    withTurn.stateEvents ? active.cliIdle : true,
+    active.timers
+  )
+  if (withTurn.stateEvents) return [withActive(withTurn, recorded), out]
+  const [ended, more] = settle(phased(withTurn, "idle", false), recorded, "result")
+  return [ended, out.length === 0 ? more : more.length === 0 ? out : [...out, ...more]]
 }
 
 // --- background tasks --------------------------------------------------------
@@ -318,11 +468,32 @@ const onResult = (state: State, result: CliMessage.Result): Step => {
 const taskStarted = (state: State, taskId: string): Step => {
   if (state.liveTasks.includes(taskId)) return [state, none]
   const active = state.active
-  return [{
-    ...state,
-    liveTasks: [...state.liveTasks, taskId],
-    active: active === undefined || active.interrupted ? active : { ...active, tasks: [...active.tasks, taskId] }
-  }, []]
+  const next = active === undefined || active.interrupted
+    ? active
+    : makeTurn(
+      active,
+      active.started,
+      active.results,
+      [...active.tasks, taskId],
+      active.awaitingFollowUp,
+      active.interrupted,
+      active.cliIdle,
+      active.timers
+    )
+  return [
+    makeState(
+      state,
+      state.phase,
+      state.stateEvents,
+      state.queue,
+      next,
+      [...state.liveTasks, taskId],
+      state.cliTurns,
+      state.serials,
+      state.exited
+    ),
+    none
+  ]
 }
 
 const tasksEnded = (state: State, taskIds: ReadonlyArray<string>): Step => {
@@ -330,13 +501,29 @@ const tasksEnded = (state: State, taskIds: ReadonlyArray<string>): Step => {
   if (ended.length === 0) return [state, none]
   const liveTasks = state.liveTasks.filter((id) => !ended.includes(id))
   const active = state.active
-  if (active === undefined || !active.tasks.some((id) => ended.includes(id))) return [{ ...state, liveTasks }, none]
-  const next: ActiveTurn = {
-    ...active,
-    tasks: active.tasks.filter((id) => !ended.includes(id)),
-    awaitingFollowUp: active.awaitingFollowUp || active.cliIdle
-  }
-  return active.cliIdle ? settle({ ...state, liveTasks }, next, "idle") : [{ ...state, liveTasks, active: next }, none]
+  const remaining = makeState(
+    state,
+    state.phase,
+    state.stateEvents,
+    state.queue,
+    active,
+    liveTasks,
+    state.cliTurns,
+    state.serials,
+    state.exited
+  )
+  if (active === undefined || !active.tasks.some((id) => ended.includes(id))) return [remaining, none]
+  const next = makeTurn(
+    active,
+    active.started,
+    active.results,
+    active.tasks.filter((id) => !ended.includes(id)),
+    active.awaitingFollowUp || active.cliIdle,
+    active.interrupted,
+    active.cliIdle,
+    active.timers
+  )
+  return active.cliIdle ? settle(remaining, next, "idle") : [withActive(remaining, next), none]
 }
 
 // --- ending turns --------------------------------------------------------------
@@ -350,28 +537,28 @@ const settle = (state: State, active: ActiveTurn, reason: EndReason): Step => {
   if (active.interrupted) return end(state, active, reason)
   if (active.tasks.length > 0) {
     const wait = state.options.backgroundWaitMillis
-    if (wait === "forever" || active.timers.includes("background")) return [{ ...state, active }, []]
+    if (wait === "forever" || active.timers.includes("background")) return [withActive(state, active), none]
     return withTimer(state, active, "background", wait)
   }
   // None of its tasks is left: the bound on waiting for them goes too.
-  const [turn, cleared] = active.timers.includes("background")
-    ? [{ ...active, timers: active.timers.filter((t) => t !== "background") }, [clear(active, "background")]]
-    : [active, []]
+  const hadBackground = active.timers.includes("background")
+  const turn = hadBackground ? withTimers(active, without(active.timers, "background")) : active
+  const cleared = hadBackground ? [clear(active, "background")] : none
   if (!turn.awaitingFollowUp) return end(state, turn, reason)
-  if (turn.timers.includes("followUp")) return [{ ...state, active: turn }, cleared]
+  if (turn.timers.includes("followUp")) return [withActive(state, turn), cleared]
   const [next, set] = withTimer(state, turn, "followUp", state.options.followUpSettleMillis)
-  return [next, [...cleared, ...set]]
+  return [next, cleared.length === 0 ? set : [...cleared, ...set]]
 }
 
 const withTimer = (state: State, active: ActiveTurn, timer: Timer, millis: number): Step => [
-  { ...state, active: { ...active, timers: [...active.timers, timer] } },
+  withActive(state, withTimers(active, [...active.timers, timer])),
   [{ _tag: "SetTimer", timer, serial: active.serial, millis }]
 ]
 
 const clear = (turn: ActiveTurn, timer: Timer): Output => ({ _tag: "ClearTimer", timer, serial: turn.serial })
 
 const clearTimers = (turn: ActiveTurn | undefined): ReadonlyArray<Output> =>
-  turn === undefined ? [] : turn.timers.map((t) => clear(turn, t))
+  turn === undefined || turn.timers.length === 0 ? none : turn.timers.map((t) => clear(turn, t))
 
 const end = (state: State, active: ActiveTurn, reason: EndReason): Step => {
   const ended: Output = {
@@ -384,15 +571,25 @@ const end = (state: State, active: ActiveTurn, reason: EndReason): Step => {
     liveTasks: active.tasks,
     reason
   }
-  return pump({ ...state, active: undefined }, [...clearTimers(active), ended])
+  const timers = clearTimers(active)
+  return pump(withActive(state, undefined), timers.length === 0 ? [ended] : [...timers, ended])
 }
 
 // --- interrupt and timers ------------------------------------------------------
 
 const onInterrupt = (state: State): Step => {
   const active = state.active
-  if (active === undefined || active.interrupted) return [state, []]
-  const interrupted: ActiveTurn = { ...active, interrupted: true }
+  if (active === undefined || active.interrupted) return [state, none]
+  const interrupted = makeTurn(
+    active,
+    active.started,
+    active.results,
+    active.tasks,
+    active.awaitingFollowUp,
+    true,
+    active.cliIdle,
+    active.timers
+  )
   // Already at the end of its work, waiting only for tasks or a follow-up: end now.
   if (active.cliIdle) return end(state, interrupted, "idle")
   return withTimer(state, interrupted, "interrupt", state.options.interruptSettleMillis)
@@ -400,8 +597,8 @@ const onInterrupt = (state: State): Step => {
 
 const onTimer = (state: State, timer: Timer, serial: number): Step => {
   const active = state.active
-  if (active === undefined || active.serial !== serial || !active.timers.includes(timer)) return [state, []]
-  const fired: ActiveTurn = { ...active, timers: active.timers.filter((t) => t !== timer) }
+  if (active === undefined || active.serial !== serial || !active.timers.includes(timer)) return [state, none]
+  const fired = withTimers(active, without(active.timers, timer))
   switch (timer) {
     case "interrupt":
       // The turn resolves, but the CLI has not said it stopped: the next turn still waits for its idle.
@@ -409,6 +606,6 @@ const onTimer = (state: State, timer: Timer, serial: number): Step => {
     case "background":
       return end(state, fired, "backgroundWait")
     case "followUp":
-      return active.cliIdle ? end(state, fired, "followUpSettle") : [{ ...state, active: fired }, []]
+      return active.cliIdle ? end(state, fired, "followUpSettle") : [withActive(state, fired), none]
   }
 }
