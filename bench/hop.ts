@@ -14,7 +14,8 @@
  *
  * Each contender's session is warmed (its CLI running) before its prompts
  * are timed; prompts alternate between contenders. The SSE client is on the
- * edge the prompt was sent to. Target: A → B at most 5 ms more than local at
+ * edge the prompt was sent to and follows only its contender's folder (see
+ * `place`). Target: A → B at most 5 ms more than local at
  * p50 (first event).
  *
  *   npx tsx bench/hop.ts [prompts=30] [rounds=3]
@@ -101,11 +102,18 @@ const program = Effect.gen(function*() {
   // Let the two runners share the shards out before sessions are placed.
   yield* Effect.sleep("5 seconds")
 
-  /** A warmed session reached through `edge`, whose entity is on `host` (any runner when undefined). */
-  const place = (name: string, edge: Processes.RunnerProcess, host: "edge" | "other" | undefined) =>
+  /**
+   * A warmed session reached through `edge`, whose entity is on `host` (any runner when undefined). Each
+   * contender has a folder of its own and its watcher follows only that folder: serve paces a client's
+   * takes (a 40 ms window after each), so a watcher that also got the previous contender's turn end
+   * (A's edge serves two contenders) would hold this turn's first event until that window passed.
+   */
+  const place = (name: string, folder: string, edge: Processes.RunnerProcess, host: "edge" | "other" | undefined) =>
     Effect.gen(function*() {
+      const directory = Path.join(cwd, folder)
+      Fs.mkdirSync(directory, { recursive: true })
       for (let attempt = 0; attempt < 40; attempt++) {
-        const session = yield* Effect.promise(() => call(edge.url)("POST", `/session?directory=${encodeURIComponent(cwd)}`, {}))
+        const session = yield* Effect.promise(() => call(edge.url)("POST", `/session?directory=${encodeURIComponent(directory)}`, {}))
         const before = [standIns(a), standIns(b)]
         yield* Effect.promise(() => call(edge.url)("POST", `/session/${session.id}/message`, { parts: [{ type: "text", text: "warm up" }] }))
         const onA = standIns(a) > before[0]!
@@ -113,7 +121,7 @@ const program = Effect.gen(function*() {
         const hostIsEdge = (onA && edge === a) || (onB && edge === b)
         if (host !== undefined && !(onA || onB)) continue
         if (host === undefined || (host === "edge") === hostIsEdge) {
-          const watcher = Processes.subscribe(edge.url, token, cwd)
+          const watcher = Processes.subscribe(edge.url, token, directory)
           yield* Effect.promise(() => watcher.until((f) => f.type === "server.connected", 10_000))
           return { name, edge, sessionID: session.id as string, watcher } satisfies Contender
         }
@@ -122,9 +130,9 @@ const program = Effect.gen(function*() {
     })
 
   const contenders = [
-    yield* place("local (in-process registry)", local, undefined),
-    yield* place("cluster, same runner", a, "edge"),
-    yield* place("cluster, edge A → entity B", a, "other")
+    yield* place("local (in-process registry)", "local", local, undefined),
+    yield* place("cluster, same runner", "same", a, "edge"),
+    yield* place("cluster, edge A → entity B", "hop", a, "other")
   ]
   console.log(`load average ${Os.loadavg()[0]!.toFixed(1)} on ${Os.cpus().length} CPUs; ${rounds} rounds of ${prompts} prompts per contender (warm sessions, stand-in CLI)`)
   const results = new Map(contenders.map((c) => [c.name, [] as Array<{ readonly first: ReadonlyArray<number>; readonly idle: ReadonlyArray<number> }>]))
