@@ -12,7 +12,7 @@
  *
  * Identity: a pid is killed only if it is still the program that was spawned.
  * On Linux that is checked with /proc (field 22 of `stat`, the start time, and
- * `cmdline`). Without /proc (macOS, the BSDs) the same check runs on
+ * `cmdline`, kept as a digest). Without /proc (macOS, the BSDs) the same check runs on
  * `ps -o lstart=,command=`, whose start time has one-second resolution.
  *
  * Escapees: descendants that left the group (the CLI runs Bash commands under
@@ -146,6 +146,12 @@ export interface Storage {
    * runtime sharing the storage changes it between the read and the write.
    */
   readonly update: (f: (entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>) => Effect.Effect<void>
+  /**
+   * Whether `update` is an atomic step in memory: the journal then applies
+   * each change at once instead of batching it behind a lock, which only
+   * pays for itself when a change costs a locked, fsync'd file write.
+   */
+  readonly immediate?: boolean | undefined
 }
 
 /**
@@ -169,14 +175,17 @@ export const make = Effect.fnUntraced(function*(storage: Storage, options?: Make
   }
   const lock = yield* Effect.makeSemaphore(1)
   // Changes that arrive together (the children of one scope close) share
-  // one read-modify-write: one lock, one fsync'd file.
-  const changes = yield* Batcher.make((fs: ReadonlyArray<(entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>>) =>
-    Effect.as(
-      lock.withPermits(1)(storage.update((entries) => fs.reduce((acc, f) => f(acc), entries))),
-      fs.map(() => undefined)
-    )
-  )
-  const update = changes.submit
+  // one read-modify-write: one lock, one fsync'd file. A store in memory
+  // changes at once: a batch there would cost each spawn a round trip
+  // through the batcher's fiber for nothing.
+  const update = storage.immediate === true
+    ? storage.update
+    : (yield* Batcher.make((fs: ReadonlyArray<(entries: ReadonlyArray<Entry>) => ReadonlyArray<Entry>>) =>
+      Effect.as(
+        lock.withPermits(1)(storage.update((entries) => fs.reduce((acc, f) => f(acc), entries))),
+        fs.map(() => undefined)
+      )
+    )).submit
 
   const ownerAlive = (entry: Entry): Effect.Effect<boolean> => {
     const recorded = entry.owner.identity
@@ -337,7 +346,7 @@ export const fileStorage = (file: string): Effect.Effect<Storage, never, FileSys
  */
 export const memoryStorage: Effect.Effect<Storage> = Effect.map(
   Ref.make<ReadonlyArray<Entry>>([]),
-  (ref) => ({ read: Ref.get(ref), update: (f) => Ref.update(ref, f) })
+  (ref) => ({ read: Ref.get(ref), update: (f) => Ref.update(ref, f), immediate: true })
 )
 
 /**

@@ -4,11 +4,12 @@
  * under TestClock against an exit that a recorded signal brings about.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, TestClock } from "effect"
+import { Deferred, Duration, Effect, Fiber, Option, TestClock } from "effect"
 import type * as ProcessHost from "../src/ProcessHost.js"
 import { ByteRing } from "../src/internal/byteRing.js"
 import { buildEnv } from "../src/internal/childStart.js"
 import * as ChildStop from "../src/internal/childStop.js"
+import * as procfs from "../src/internal/procfs.js"
 
 const encode = (text: string) => new TextEncoder().encode(text)
 
@@ -39,6 +40,24 @@ describe("ByteRing", () => {
     ring.push(encode("aébcd"))
     expect([...ring.bytes()]).toEqual([0xa9, 0x62, 0x63, 0x64])
     expect(ring.text()).toBe("bcd")
+  })
+})
+
+describe("procfs identity", () => {
+  it("a child's identity keeps a digest of its command line, which matches the bytes and nothing else", () => {
+    const cmdline = `node\0cli.js\0${"--flag\0".repeat(500)}`
+    const snapshot = Option.getOrThrow(procfs.snapshotProc(process.pid, ["node"]))
+    expect(snapshot.cmdline.startsWith("sha256:")).toBe(true)
+    expect(snapshot.cmdline.length).toBeLessThan(60)
+    const raw = { source: "proc", startTime: "42", cmdline } as const
+    const digested = { ...raw, cmdline: procfs.digestCmdline(cmdline) }
+    // A journal written before digests holds the bytes: either side may be either.
+    expect(procfs.sameIdentity(raw, digested)).toBe(true)
+    expect(procfs.sameIdentity(digested, raw)).toBe(true)
+    expect(procfs.sameIdentity(digested, digested)).toBe(true)
+    expect(procfs.sameIdentity(digested, { ...raw, cmdline: `${cmdline}x` })).toBe(false)
+    expect(procfs.sameIdentity(digested, { ...digested, startTime: "43" })).toBe(false)
+    expect(procfs.digestCmdline(digested.cmdline)).toBe(digested.cmdline)
   })
 })
 

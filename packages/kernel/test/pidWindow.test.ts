@@ -47,6 +47,18 @@ describe("PidWindow", () => {
     expect(PidWindow.window([{ pid: 1000, forks: 20_001 }], now)).toEqual(Option.none())
   })
 
+  it("lists a small window's pids, across the wrap, and no window past the limit", () => {
+    const now = { lastPid: 1004, forks: 300, pidMax: 32768 }
+    expect(PidWindow.windowPids([{ pid: 1000, forks: 50 }], now, 8)).toEqual(Option.some([1000, 1001, 1002, 1003, 1004]))
+    expect(PidWindow.windowPids([{ pid: 32766, forks: 50 }], { ...now, lastPid: 2 }, 8)).toEqual(Option.some([32766, 32767, 1, 2]))
+    expect(PidWindow.windowPids([{ pid: 1000, forks: 50 }, { pid: 1002, forks: 60 }], now, 5)).toEqual(
+      Option.some([1000, 1001, 1002, 1003, 1004])
+    )
+    expect(PidWindow.windowPids([{ pid: 1000, forks: 50 }], now, 4)).toEqual(Option.none())
+    // A window that cannot be told is no window.
+    expect(PidWindow.windowPids([{ pid: 1000, forks: 50 }], { ...now, forks: 20_000 }, 8)).toEqual(Option.none())
+  })
+
   it.scopedLive("a sweep within the window finds a setsid'd grandchild", () =>
     Effect.gen(function*() {
       let pids: Array<number> = []

@@ -89,18 +89,25 @@ export const forksBefore = (): Option.Option<number> => {
   }
 }
 
-/** The allocator's state, read asynchronously; none without /proc or when a file cannot be parsed. */
-export const now: Effect.Effect<Option.Option<Now>> = Effect.suspend(() => {
+const readSmall = (file: string): Option.Option<string> => {
+  try {
+    return Option.some(NodeFs.readFileSync(file, "latin1"))
+  } catch {
+    return Option.none()
+  }
+}
+
+/**
+ * The allocator's state; none without /proc or when a file cannot be parsed.
+ * Read synchronously: two one-line kernel files cost microseconds, where two
+ * asynchronous reads cost each release's sweep a few hundred of CPU.
+ */
+export const now: Effect.Effect<Option.Option<Now>> = Effect.sync(() => {
   const max = readPidMax()
-  if (Option.isNone(max)) return Effect.succeedNone
-  return Effect.map(
-    procfs.readProcFiles(["/proc/loadavg", "/proc/stat"], (bytes) => bytes.toString("latin1")),
-    (texts) => {
-      const forks = Option.flatMap(texts[1]!, parseForks)
-      if (Option.isSome(forks)) remember(forks.value)
-      return Option.all({ lastPid: Option.flatMap(texts[0]!, parseLastPid), forks, pidMax: max })
-    }
-  )
+  if (Option.isNone(max)) return Option.none()
+  const forks = Option.flatMap(readSmall("/proc/stat"), parseForks)
+  if (Option.isSome(forks)) remember(forks.value)
+  return Option.all({ lastPid: Option.flatMap(readSmall("/proc/loadavg"), parseLastPid), forks, pidMax: max })
 })
 
 /** Whether `pid` lies in the cyclic window [from, to]. */
@@ -115,4 +122,25 @@ export const window = (origins: ReadonlyArray<Origin>, now: Now): Option.Option<
   const safe = Math.floor(now.pidMax / 2)
   if (origins.some((origin) => now.forks - origin.forks >= safe || now.forks < origin.forks)) return Option.none()
   return Option.some((pid) => origins.some((origin) => within(origin.pid, now.lastPid, pid)))
+}
+
+/**
+ * Every pid of the window, when it holds at most `limit`: a sweep then opens
+ * those alone, without listing /proc (a listing costs as much as dozens of
+ * opens). None when the window is unknown or larger.
+ */
+export const windowPids = (
+  origins: ReadonlyArray<Origin>,
+  now: Now,
+  limit: number
+): Option.Option<ReadonlyArray<number>> => {
+  if (Option.isNone(window(origins, now))) return Option.none()
+  const pids = new Set<number>()
+  for (const origin of origins) {
+    const size = origin.pid <= now.lastPid ? now.lastPid - origin.pid + 1 : now.pidMax - origin.pid + now.lastPid
+    if (size > limit) return Option.none()
+    for (let i = 0, pid = origin.pid; i < size; i++, pid = pid + 1 >= now.pidMax ? 1 : pid + 1) pids.add(pid)
+    if (pids.size > limit) return Option.none()
+  }
+  return Option.some(Array.from(pids))
 }

@@ -8,11 +8,13 @@
  * FileSystem requirement. What runs while children are ended (the group
  * sweep, the liveness polls) reads asynchronously: a service hosting many
  * sessions shares one event loop, and a sweep of /proc per kill would stall
- * all of them. One-pid reads at spawn stay synchronous: they must happen in
- * the spawn's own tick (see `snapshotProc`).
+ * all of them. Reads of one small file stay synchronous: at spawn they must
+ * happen in the spawn's own tick (see `snapshotProc`), and elsewhere one
+ * costs less than the trip through the thread pool an asynchronous one takes.
  */
 import { Clock, Duration, Effect, Option, Schedule } from "effect"
 import * as NodeChildProcess from "node:child_process"
+import * as NodeCrypto from "node:crypto"
 import * as NodeFs from "node:fs"
 
 const readText = (file: string): Option.Option<string> => {
@@ -30,9 +32,25 @@ export interface Identity {
   readonly source: IdentitySource
   /** proc: field 22 of /proc/<pid>/stat (clock ticks after boot); ps: `lstart`. */
   readonly startTime: string
-  /** proc: /proc/<pid>/cmdline with NUL separators; ps: `command`. */
+  /**
+   * proc: /proc/<pid>/cmdline with NUL separators, or its digest (see
+   * `digestCmdline`); ps: `command`.
+   */
   readonly cmdline: string
 }
+
+const digestPrefix = "sha256:"
+
+/**
+ * What a child's identity keeps of its command line: a digest, not the
+ * bytes. An identity lives as long as its process (and its journal entry),
+ * and a CLI's command line runs to kilobytes; comparing needs no more than
+ * the digest.
+ */
+export const digestCmdline = (cmdline: string): string =>
+  cmdline.startsWith(digestPrefix)
+    ? cmdline
+    : `${digestPrefix}${NodeCrypto.createHash("sha256").update(cmdline, "utf8").digest("base64")}`
 
 export interface ProcStat {
   readonly state: string
@@ -138,8 +156,39 @@ export const readProcFiles = <A>(
     else startMore()
   })
 
-const readTextAsync = (file: string, encoding: BufferEncoding = "utf8"): Effect.Effect<Option.Option<string>> =>
-  readProcFile(file, (bytes) => bytes.toString(encoding))
+/** A read buffer for the synchronous reads, grown as a file needs. */
+let syncBuffer = Buffer.allocUnsafe(readChunk)
+
+/**
+ * `readProcFiles`, synchronously: for a few files (a small pid window), where
+ * each asynchronous open costs more CPU than the read it waits for.
+ */
+export const readProcFilesSync = <A>(
+  files: ReadonlyArray<string>,
+  use: (bytes: Buffer) => A
+): ReadonlyArray<Option.Option<A>> =>
+  files.map((file) => {
+    let fd: number
+    try {
+      fd = NodeFs.openSync(file, "r")
+    } catch {
+      return Option.none()
+    }
+    try {
+      let length = 0
+      for (;;) {
+        length += NodeFs.readSync(fd, syncBuffer, length, syncBuffer.length - length, null)
+        if (length < syncBuffer.length) return Option.some(use(syncBuffer.subarray(0, length)))
+        const larger = Buffer.allocUnsafe(syncBuffer.length * 2)
+        syncBuffer.copy(larger, 0, 0, length)
+        syncBuffer = larger
+      }
+    } catch {
+      return Option.none()
+    } finally {
+      NodeFs.closeSync(fd)
+    }
+  })
 
 /** The numeric entries of /proc: every process, this one included. */
 export const listPids: Effect.Effect<ReadonlyArray<number>> = Effect.async((resume) => {
@@ -154,8 +203,6 @@ const readStats = (pids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<Opt
     (stats) => stats.map(Option.flatten)
   )
 
-export const readStatAsync = (pid: number): Effect.Effect<Option.Option<ProcStat>> =>
-  Effect.map(readTextAsync(`/proc/${pid}/stat`), Option.flatMap(parseStat))
 
 /** How many /proc files a sweep reads at once. */
 export const sweepConcurrency = 16
@@ -203,7 +250,7 @@ export const snapshotProc = (pid: number, argv: ReadonlyArray<string>): Option.O
     return {
       source: "proc",
       startTime: stat.startTime,
-      cmdline: cmdline.length > 0 ? cmdline : argv.map((arg) => `${arg}\0`).join("")
+      cmdline: digestCmdline(cmdline.length > 0 ? cmdline : argv.map((arg) => `${arg}\0`).join(""))
     }
   })
 
@@ -228,18 +275,21 @@ export const identify = (source: IdentitySource, pid: number): Effect.Effect<Opt
 
 /**
  * The start time of a live, non-zombie process, or none; with /proc, one
- * asynchronous read of its stat (the stop path must not block on /proc).
+ * read of its stat, synchronous like the one at spawn: one small file is
+ * answered from memory in microseconds, where an asynchronous read costs
+ * each release a trip through the thread pool and a fiber resume.
  */
 export const startTimeOf = (source: IdentitySource, pid: number): Effect.Effect<Option.Option<string>> =>
   source === "proc"
-    ? Effect.map(
-      readStatAsync(pid),
-      Option.flatMap((stat) => stat.state === "Z" ? Option.none() : Option.some(stat.startTime))
+    ? Effect.sync(() =>
+      Option.flatMap(readStat(pid), (stat) => stat.state === "Z" ? Option.none() : Option.some(stat.startTime))
     )
     : Effect.map(identifyPs(pid), Option.map((identity) => identity.startTime))
 
+/** Either side may hold the command line itself or its digest (journals written before digests hold the bytes). */
 export const sameIdentity = (a: Identity, b: Identity): boolean =>
-  a.source === b.source && a.startTime === b.startTime && a.cmdline === b.cmdline
+  a.source === b.source && a.startTime === b.startTime &&
+  (a.cmdline === b.cmdline || digestCmdline(a.cmdline) === digestCmdline(b.cmdline))
 
 /**
  * Live members of a process group. With /proc, only those started no earlier
