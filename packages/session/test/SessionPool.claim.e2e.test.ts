@@ -17,33 +17,6 @@ import * as Session from "../src/Session.js"
 import * as SessionPool from "../src/SessionPool.js"
 import * as Live from "./live.js"
 
-/** The main-chain transcripts under `configDir` (not the 2.0 line's own `agent-*` sidechains). */
-const transcripts = (configDir: string): ReadonlyArray<string> => {
-  const projects = Path.join(configDir, "projects")
-  if (!Fs.existsSync(projects)) return []
-  return Fs.readdirSync(projects, { recursive: true }).map(String)
-    .filter((file) => file.endsWith(".jsonl") && !Path.basename(file).startsWith("agent-"))
-    .map((file) => Path.join(projects, file))
-}
-
-const userPrompts = (file: string): ReadonlyArray<string> =>
-  Fs.readFileSync(file, "utf8").split("\n").filter((line) => line.length > 0).flatMap((line) => {
-    const entry: unknown = JSON.parse(line)
-    if (typeof entry !== "object" || entry === null || !("type" in entry) || entry.type !== "user") return []
-    const message = "message" in entry ? entry.message : undefined
-    const content = typeof message === "object" && message !== null && "content" in message ? message.content : undefined
-    return typeof content === "string" ? [content] : []
-  })
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** Whether the process was started as a parked spare. */
 const parked = (pid: number): boolean => Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("--await-claim")
 
@@ -69,7 +42,7 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
 
       // Parked: no model request, no transcript.
       expect(yield* conversations(model)).toEqual([])
-      expect(transcripts(d.configDir)).toEqual([])
+      expect(Live.transcripts(d.configDir)).toEqual([])
 
       const sessionId = yield* Effect.scoped(Effect.gen(function*() {
         const session = yield* Session.start(profile).pipe(Effect.provide(Layer.succeedContext(context)))
@@ -84,8 +57,8 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
 
       // The turn is in the transcript of the session's own id, in its cwd's project folder, and nowhere else.
       const file = Paths.transcriptPath(d.configDir, d.cwd, sessionId)
-      expect(transcripts(d.configDir).map((f) => Fs.realpathSync(f))).toContain(Fs.realpathSync(file))
-      expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual(["Say hello"])
+      expect(Live.transcripts(d.configDir).map((f) => Fs.realpathSync(f))).toContain(Fs.realpathSync(file))
+      expect(Live.transcripts(d.configDir).flatMap(Live.userPrompts)).toEqual(["Say hello"])
 
       // Resumable: a cold `--resume` of that id sends the first turn as history.
       const resumed = yield* Session.start({ ...profile, resume: sessionId })
@@ -94,7 +67,7 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
       expect(yield* resumed.sessionId).toBe(sessionId)
       const second = yield* model.awaitRequest(1, FakeModel.isConversation)
       expect(JSON.stringify(second.body)).toContain("Say hello")
-      expect(userPrompts(file)).toEqual(["Say hello", "Say hello again"])
+      expect(Live.userPrompts(file)).toEqual(["Say hello", "Say hello again"])
       yield* resumed.end
     }).pipe(Effect.provide(Live.layer)), 150_000)
 
@@ -116,8 +89,8 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
       const request = yield* model.awaitRequest(0, FakeModel.isConversation)
       expect(JSON.stringify(request.body)).toContain(Fs.realpathSync(elsewhere))
       const file = Paths.transcriptPath(d.configDir, Fs.realpathSync(elsewhere), yield* session.sessionId)
-      expect(userPrompts(file)).toEqual(["Say hello"])
-      expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual(["Say hello"])
+      expect(Live.userPrompts(file)).toEqual(["Say hello"])
+      expect(Live.transcripts(d.configDir).flatMap(Live.userPrompts)).toEqual(["Say hello"])
       yield* session.end
     }).pipe(Effect.provide(Live.layer)), 150_000)
 
@@ -129,11 +102,11 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
       const poolScope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(SessionPool.layer({ profiles: [profile], size: 2, claim: true }), poolScope)
       const pids = yield* heldPids(Context.get(context, SessionPool.SessionPool), 2)
-      expect(pids.every(alive) && pids.every(parked)).toBe(true)
+      expect(pids.every(Live.alive) && pids.every(parked)).toBe(true)
 
       yield* Scope.close(poolScope, Exit.void)
-      expect(pids.filter(alive)).toEqual([])
-      expect(transcripts(d.configDir)).toEqual([])
+      expect(pids.filter(Live.alive)).toEqual([])
+      expect(Live.transcripts(d.configDir)).toEqual([])
       expect(yield* conversations(model)).toEqual([])
     }).pipe(Effect.provide(Live.layer)), 150_000)
 
@@ -156,8 +129,8 @@ describe("SessionPool claim: pinned CLI 2.1.332", () => {
       expect(parked(session.pid)).toBe(false)
       const turn = yield* session.send("Say hello")
       expect((yield* turn.result).text).toBe("Cold hello.")
-      expect(alive(sparePid!)).toBe(false)
-      expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual(["Say hello"])
+      expect(Live.alive(sparePid!)).toBe(false)
+      expect(Live.transcripts(d.configDir).flatMap(Live.userPrompts)).toEqual(["Say hello"])
       yield* session.end
     }).pipe(Effect.provide(Live.layer)), 150_000)
 })
@@ -177,7 +150,7 @@ describe(`SessionPool claim: old CLI ${CliRelease.defaultVersion}`, () => {
       expect(session.pid).toBe(sparePid)
       const turn = yield* session.send("Say hello")
       expect((yield* turn.result).text).toBe("Old hello.")
-      expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual(["Say hello"])
+      expect(Live.transcripts(d.configDir).flatMap(Live.userPrompts)).toEqual(["Say hello"])
       yield* session.end
     }).pipe(Effect.provide(Live.layer)), 150_000)
 })

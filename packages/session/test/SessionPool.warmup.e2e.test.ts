@@ -10,29 +10,9 @@ import { describe, expect, it } from "@effect/vitest"
 import type { Control } from "@skein/protocol"
 import { CliRelease, FakeModel } from "@skein/testkit"
 import { Context, Effect, Layer, Stream } from "effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as Session from "../src/Session.js"
 import * as SessionPool from "../src/SessionPool.js"
 import * as Live from "./live.js"
-
-/** The main-chain transcripts under `configDir` (not the 2.0 line's own `agent-*` sidechains). */
-const transcripts = (configDir: string): ReadonlyArray<string> => {
-  const projects = Path.join(configDir, "projects")
-  if (!Fs.existsSync(projects)) return []
-  return Fs.readdirSync(projects, { recursive: true }).map(String)
-    .filter((file) => file.endsWith(".jsonl") && !Path.basename(file).startsWith("agent-"))
-    .map((file) => Path.join(projects, file))
-}
-
-const userPrompts = (file: string): ReadonlyArray<string> =>
-  Fs.readFileSync(file, "utf8").split("\n").filter((line) => line.length > 0).flatMap((line) => {
-    const entry: unknown = JSON.parse(line)
-    if (typeof entry !== "object" || entry === null || !("type" in entry) || entry.type !== "user") return []
-    const message = "message" in entry ? entry.message : undefined
-    const content = typeof message === "object" && message !== null && "content" in message ? message.content : undefined
-    return typeof content === "string" ? [content] : []
-  })
 
 const releases = [
   { name: "pinned CLI 2.1.332", options: Effect.succeed({}), bare: true },
@@ -68,7 +48,7 @@ for (const release of releases) {
           request.path === "/v1/messages" && FakeModel.promptOf(request) !== "Warmup"
         )
         expect(messages).toEqual([])
-        expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual([])
+        expect(Live.transcripts(d.configDir).flatMap(Live.userPrompts)).toEqual([])
 
         const session = yield* Session.start(profile).pipe(Effect.provide(Layer.succeedContext(context)))
         expect(session.pid).toBe(warmPid)
@@ -78,7 +58,7 @@ for (const release of releases) {
         expect(FakeModel.promptOf(first)).toContain("Say hello")
 
         // The transcript holds the turn, and nothing the warm-up did.
-        expect(transcripts(d.configDir).flatMap(userPrompts)).toEqual(["Say hello"])
+        expect(Live.transcripts(d.configDir).flatMap(Live.userPrompts)).toEqual(["Say hello"])
         yield* session.end
       }).pipe(Effect.provide(Live.layer)), 150_000)
   })

@@ -52,15 +52,6 @@ const reply = (marker: string, text: string, delay?: Duration.DurationInput) =>
 
 const longText = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(" ")
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** TaskManager, TranscriptStore and SessionIndex over the test's config folder, and the parent's launch options. */
 const setup = (model: FakeModel.FakeModel["Type"], d: Live.LiveDirs, extra?: Partial<Session.SessionOptions>) =>
   Effect.gen(function*() {
@@ -204,7 +195,7 @@ describe("Worker e2e with the real CLI", () => {
       }
       const pids = [parentPid, ...(yield* Effect.forEach(workers, (w) => Effect.map(w.session, (s) => s.pid)))]
       expect(new Set(pids).size).toBe(4)
-      expect(pids.every(alive)).toBe(true)
+      expect(pids.every(Live.alive)).toBe(true)
       expect((yield* Effect.forEach(workers, (w) => tasks.get(w.taskId))).map((r) => r.status)).toEqual([
         "running",
         "running",
@@ -213,7 +204,7 @@ describe("Worker e2e with the real CLI", () => {
 
       yield* Fiber.interrupt(parentFiber)
 
-      expect(pids.filter(alive)).toEqual([])
+      expect(pids.filter(Live.alive)).toEqual([])
       const records = yield* Effect.forEach(workers, (w) => tasks.get(w.taskId))
       expect(records.map((r) => r.status)).toEqual(["killed", "killed", "killed"])
       const errors = yield* Effect.forEach(workers, (w) => Effect.flip(w.result))
@@ -243,8 +234,8 @@ describe("Worker e2e with the real CLI", () => {
 
       const record = yield* worker.kill
       expect(record.status).toBe("killed")
-      expect(alive(workerPid)).toBe(false)
-      expect(alive(parent.pid)).toBe(true)
+      expect(Live.alive(workerPid)).toBe(false)
+      expect(Live.alive(parent.pid)).toBe(true)
 
       const summary = yield* turn.result
       expect(summary.text).toBe(longText(20))
@@ -427,8 +418,8 @@ describe("Worker e2e with the real CLI", () => {
       const record = yield* tasks.get(worker.taskId)
       expect(record.status).toBe("failed")
       expect(record.errorTag).toBe("WorkerTimeout")
-      expect(alive(pid)).toBe(false)
-      expect(alive(parent.pid)).toBe(true)
+      expect(Live.alive(pid)).toBe(false)
+      expect(Live.alive(parent.pid)).toBe(true)
     }).pipe(Effect.provide(Live.layer)))
 
   it.scopedLive("the pool's interrupt is the parent's abort: its workers are killed and its turn interrupted, the session lives on", () =>
@@ -454,7 +445,7 @@ describe("Worker e2e with the real CLI", () => {
 
       yield* pool.interrupt
       expect((yield* turn.result).interrupted).toBe(true)
-      expect(pids.filter(alive)).toEqual([])
+      expect(pids.filter(Live.alive)).toEqual([])
       expect((yield* Effect.forEach(workers, (w) => tasks.get(w.taskId))).map((r) => r.status)).toEqual(["killed", "killed"])
       const next = yield* Effect.flatMap(parent.send("parent-after: there?"), (t) => t.result)
       expect(next.text).toBe("Still here.")
@@ -486,8 +477,8 @@ describe("Worker e2e with the real CLI", () => {
       expect(rest.text).not.toContain(`"subtype":"init"`)
       expect(rest.nextOffset).toBeGreaterThanOrEqual(offset)
       expect((yield* tasks.get(taskId)).status).toBe("killed")
-      expect(alive(pid)).toBe(false)
-      expect(alive(parent.pid)).toBe(true)
+      expect(Live.alive(pid)).toBe(false)
+      expect(Live.alive(parent.pid)).toBe(true)
       const next = yield* Worker.fork(pool, { label: "next", prompt: "after-inner: go" })
       expect((yield* next.result).text).toBe("Next one.")
     }).pipe(Effect.provide(Live.layer)))
