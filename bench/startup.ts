@@ -54,6 +54,7 @@ import * as Path from "node:path"
 import * as Readline from "node:readline"
 import { isSdkMessage, loadQuery, type QueryFunction } from "./support/agentSdk.js"
 import { inheritedEnv, processesIn, type RunDirs, runDirs } from "./support/runDirs.js"
+import { modelProcess } from "./support/modelProcess.js"
 import * as Shipped from "./support/shipped.js"
 
 // skein as it ships, not through tsx's keepNames (see support/shipped.ts): the SDK runs from its own .mjs.
@@ -273,24 +274,6 @@ const median = (values: ReadonlyArray<number>): number => {
   const mid = Math.floor(sorted.length / 2)
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
-
-/** FakeModel in its own process (see `support/fakeModelServer.ts`); ended with the scope. */
-const modelProcess = Effect.acquireRelease(
-  Effect.async<{ readonly url: string; readonly child: ChildProcess.ChildProcess }>((resume) => {
-    const tsx = Path.resolve(import.meta.dirname, "../node_modules/.bin/tsx")
-    const child = ChildProcess.spawn(tsx, [Path.resolve(import.meta.dirname, "support/fakeModelServer.ts")], {
-      stdio: ["pipe", "pipe", "inherit"]
-    })
-    Readline.createInterface({ input: child.stdout }).once("line", (url) => resume(Effect.succeed({ url, child })))
-    child.once("exit", (code) => resume(Effect.dieMessage(`FakeModel's process exited (${code}) before it listened`)))
-  }),
-  ({ child }) =>
-    Effect.async<void>((resume) => {
-      if (child.exitCode !== null) return resume(Effect.void)
-      child.once("exit", () => resume(Effect.void))
-      child.stdin?.end()
-    })
-)
 
 const main = Effect.gen(function*() {
   const model = modelInProcess ? yield* FakeModel.make() : yield* modelProcess

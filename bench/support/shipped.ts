@@ -22,6 +22,25 @@ import * as Path from "node:path"
 
 const marker = "SKEIN_BENCH_SHIPPED"
 
+/**
+ * Each module's `import.meta.dirname` and `import.meta.filename` stay those of
+ * its own source file, so paths a module resolves beside itself (a support
+ * script, `node_modules`) are the same bundled as under tsx.
+ */
+const sourcePaths = {
+  name: "source-paths",
+  setup(build: { onLoad: (options: { filter: RegExp }, load: (args: { path: string }) => Promise<{ contents: string; loader: "ts" } | undefined>) => void }) {
+    build.onLoad({ filter: /\.ts$/ }, async (args) => {
+      const text = await Fs.promises.readFile(args.path, "utf8")
+      // The expressions, not the words in a string or a comment's code span.
+      const uses = /(?<![\w"'`.])import\.meta\.(dirname|filename)\b/g
+      if (!uses.test(text)) return undefined
+      const paths = { dirname: JSON.stringify(Path.dirname(args.path)), filename: JSON.stringify(args.path) }
+      return { contents: text.replace(uses, (_, name: "dirname" | "filename") => paths[name]), loader: "ts" }
+    })
+  }
+}
+
 /** Runs `entry` bundled, unless this is that run already; the child's exit code, else undefined. */
 export const rerun = async (entry: string): Promise<number | undefined> => {
   if (process.env[marker] === "1" || process.argv.includes("--tsx")) return undefined
@@ -37,8 +56,7 @@ export const rerun = async (entry: string): Promise<number | undefined> => {
     format: "esm",
     target: "node20",
     conditions: ["@skein/source"],
-    // The bench's own paths (`import.meta.dirname`) stay those of its source.
-    define: { "import.meta.dirname": JSON.stringify(Path.dirname(entry)), "import.meta.filename": JSON.stringify(entry) },
+    plugins: [sourcePaths],
     // The CLI's own package is found at run time, as installed.
     external: ["@anthropic-ai/*"],
     // Bundled CommonJS dependencies call `require` for node's own modules.
