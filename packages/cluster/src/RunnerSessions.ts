@@ -33,14 +33,7 @@ export class RunnerSessions extends Context.Tag("@skein/cluster/RunnerSessions")
 export const fromCatalog = (catalog: SessionCatalog.SessionCatalog["Type"]) => (sessionID: string) =>
   catalog.get(sessionID).pipe(
     Effect.map((entry) =>
-      Option.map(Option.fromNullable(entry), (e): SessionRegistry.KnownSession => ({
-        cliSessionId: e.cliSessionId,
-        directory: e.directory,
-        title: e.title,
-        created: e.created,
-        updated: e.updated,
-        ...(e.parentId === undefined ? {} : { parentID: e.parentId })
-      }))
+      Option.map(Option.fromNullable(entry), SessionRegistry.knownOfEntry)
     ),
     Effect.catchAll((error) => Effect.as(Effect.logWarning("the shared session catalog failed", error), Option.none()))
   )

@@ -27,8 +27,9 @@ import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import { EventTranslator, History, Ids, Todos } from "@skein/canonical"
+import type { SessionCatalog } from "@skein/sql"
 import * as Forks from "./internal/forks.js"
-import { type Known, type KnownSessions, make as makeKnownSessions } from "./internal/knownSessions.js"
+import { fromEntry, type Known, type KnownSessions, make as makeKnownSessions } from "./internal/knownSessions.js"
 import * as LiveSession from "./internal/liveSession.js"
 import * as LiveSessions from "./internal/liveSessions.js"
 import * as Questions from "./internal/questions.js"
@@ -138,6 +139,13 @@ export interface KnownSession {
   readonly updated: number
   readonly parentID?: string | undefined
 }
+
+/**
+ * A shared catalog's row as the registry adopts its session (`Options.known`).
+ *
+ * @since 0.1.0
+ */
+export const knownOfEntry: (entry: SessionCatalog.Entry) => KnownSession = fromEntry
 
 /**
  * Longer than any one tool call the CLI lets run (a Bash command's own cap

@@ -62,7 +62,8 @@ const toEntry = (sessionId: string, k: Known): SessionCatalog.Entry => ({
   parentId: k.parentID
 })
 
-const fromEntry = (e: SessionCatalog.Entry): Known => ({
+/** A catalog row as the registry knows its session. */
+export const fromEntry = (e: SessionCatalog.Entry): Known => ({
   cliSessionId: e.cliSessionId,
   directory: e.directory,
   title: e.title,
