@@ -6,60 +6,12 @@
  * test's tmux server is ever killed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schedule } from "effect"
-import * as ChildProcess from "node:child_process"
-import * as Crypto from "node:crypto"
+import { Effect } from "effect"
 import * as Path from "node:path"
-import { bin, folder, processesIn } from "./skein.js"
+import { folder } from "./skein.js"
+import { nothingLeft, terminal, waitFor } from "./terminal.js"
 
 const fixture = Path.join(import.meta.dirname, "fixtures", "slowPipeline.ts")
-
-const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
-
-/** A tmux server of its own, killed with the scope; the pane runs `skein ...args` in `cwd`, then shows its exit status. */
-const terminal = (cwd: string, args: ReadonlyArray<string>) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const socket = `skein-tui-${process.pid}-${Crypto.randomBytes(4).toString("hex")}`
-      const tmux = (...rest: ReadonlyArray<string>) =>
-        ChildProcess.execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...rest], { encoding: "utf8", stdio: "pipe" })
-      // The shell only reports the exit status: a trap (not inherited) keeps Ctrl-C from ending it first.
-      const command = `trap true INT; ${[process.execPath, bin, ...args].map(quote).join(" ")}; echo "[exit $?]"; exec sleep 600`
-      tmux("new-session", "-d", "-x", "160", "-y", "45", "-c", cwd, "sh", "-c", command)
-      return {
-        keys: (...keys: ReadonlyArray<string>) => void tmux("send-keys", "-t", "0", ...keys),
-        screen: () => tmux("capture-pane", "-p", "-J", "-t", "0", "-S", "-200"),
-        kill: () => {
-          try {
-            tmux("kill-server")
-          } catch {
-            // Already gone.
-          }
-        }
-      }
-    }),
-    (t) => Effect.sync(t.kill)
-  )
-
-type Terminal = Effect.Effect.Success<ReturnType<typeof terminal>>
-
-/** The screen once it matches `pattern`. */
-const waitFor = (t: Terminal, pattern: RegExp, within = "120 seconds" as const) =>
-  Effect.sync(t.screen).pipe(
-    Effect.filterOrFail((screen) => pattern.test(screen), () => new Error(`the screen never showed ${pattern}:\n${t.screen()}`)),
-    Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo(within)))
-  )
-
-/** No process is left in `cwd` once the tmux server is gone. */
-const nothingLeft = (t: Terminal, cwd: string) =>
-  Effect.sync(() => {
-    t.kill()
-    return processesIn(cwd)
-  }).pipe(
-    Effect.filterOrFail((left) => left.length === 0),
-    Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("10 seconds"))),
-    Effect.orElseSucceed(() => processesIn(cwd))
-  )
 
 /** The progress line while items run: done of total, running, failed, cost of the budget, ETA. */
 const running = /^(\d)\/6 done, ([12]) running, ([01]) failed, \$\d+\.\d{4} of \$0\.5000, ETA \d+s$/m
@@ -70,7 +22,7 @@ describe("skein pipeline run on a terminal", () => {
   it.scopedLive("one progress line redrawn in place: done, running, failed, cost against budget, ETA; then the outcome", () =>
     Effect.gen(function*() {
       const cwd = yield* folder
-      const t = yield* terminal(cwd, args(cwd))
+      const t = yield* terminal(cwd, args(cwd), { joinWrapped: true })
       // Mid-run: items done and running, the ETA from the pace so far.
       const mid = yield* waitFor(t, running)
       expect(Number(running.exec(mid)![1])).toBeGreaterThanOrEqual(1)
@@ -89,7 +41,7 @@ describe("skein pipeline run on a terminal", () => {
   it.scopedLive("Ctrl-C: exit 130, no CLI left, and the run id to resume with", () =>
     Effect.gen(function*() {
       const cwd = yield* folder
-      const t = yield* terminal(cwd, args(cwd))
+      const t = yield* terminal(cwd, args(cwd), { joinWrapped: true })
       const mid = yield* waitFor(t, running)
       const runId = /^skein: run ([0-9a-f-]{36})$/m.exec(mid)?.[1]
       expect(runId).toBeDefined()

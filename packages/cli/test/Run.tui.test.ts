@@ -3,59 +3,11 @@
  * pane, the screen read back. Only this test's tmux server is ever killed.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schedule } from "effect"
-import * as ChildProcess from "node:child_process"
-import * as Crypto from "node:crypto"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { bin, folder, processesIn } from "./skein.js"
-
-const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`
-
-/** A tmux server of its own, killed with the scope; the pane runs `skein ...args` in `cwd`, then shows its exit status. */
-const terminal = (cwd: string, args: ReadonlyArray<string>) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const socket = `skein-tui-${process.pid}-${Crypto.randomBytes(4).toString("hex")}`
-      const tmux = (...rest: ReadonlyArray<string>) =>
-        ChildProcess.execFileSync("tmux", ["-L", socket, "-f", "/dev/null", ...rest], { encoding: "utf8", stdio: "pipe" })
-      // The shell only reports the exit status: a trap (not inherited) keeps Ctrl-C from ending it first.
-      const command = `trap true INT; ${[process.execPath, bin, ...args].map(quote).join(" ")}; echo "[exit $?]"; exec sleep 600`
-      tmux("new-session", "-d", "-x", "160", "-y", "45", "-c", cwd, "sh", "-c", command)
-      return {
-        keys: (...keys: ReadonlyArray<string>) => void tmux("send-keys", "-t", "0", ...keys),
-        screen: () => tmux("capture-pane", "-p", "-t", "0", "-S", "-200"),
-        kill: () => {
-          try {
-            tmux("kill-server")
-          } catch {
-            // Already gone.
-          }
-        }
-      }
-    }),
-    (t) => Effect.sync(t.kill)
-  )
-
-type Terminal = Effect.Effect.Success<ReturnType<typeof terminal>>
-
-/** The screen once it matches `pattern`. */
-const waitFor = (t: Terminal, pattern: RegExp, within = "120 seconds" as const) =>
-  Effect.sync(t.screen).pipe(
-    Effect.filterOrFail((screen) => pattern.test(screen), () => new Error(`the screen never showed ${pattern}:\n${t.screen()}`)),
-    Effect.retry(Schedule.spaced("250 millis").pipe(Schedule.upTo(within)))
-  )
-
-/** No process is left in `cwd` once the tmux server is gone. */
-const nothingLeft = (t: Terminal, cwd: string) =>
-  Effect.sync(() => {
-    t.kill()
-    return processesIn(cwd)
-  }).pipe(
-    Effect.filterOrFail((left) => left.length === 0),
-    Effect.retry(Schedule.spaced("200 millis").pipe(Schedule.upTo("10 seconds"))),
-    Effect.orElseSucceed(() => processesIn(cwd))
-  )
+import { folder } from "./skein.js"
+import { nothingLeft, terminal, waitFor } from "./terminal.js"
 
 describe("skein run on a terminal", () => {
   it.scopedLive("asks permission on the terminal: y allows once (the tool runs, the model sees its result), n denies", () =>
