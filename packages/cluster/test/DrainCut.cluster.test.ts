@@ -10,9 +10,9 @@
  * history up to the cut.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ClaudeCli, FakeModel, Postgres } from "@skein/testkit"
-import { Effect, Redacted } from "effect"
-import * as Fs from "node:fs"
+import { FakeModel } from "@skein/testkit"
+import { Effect } from "effect"
+import { joinMidTurn } from "./joinMidTurn.js"
 import * as Processes from "./processes.js"
 
 const token = "cluster-token-0123456789"
@@ -23,48 +23,16 @@ const streamed = Array.from({ length: 20 }, (_, i) => `word${i} streamed`).join(
 describe("a turn that outlasts its drain", () => {
   it.scopedLive("is cut when its shard moves, ends RunnerLost on the edge, is not run again, and the session goes on on the new runner", () =>
     Effect.gen(function*() {
-      const pg = yield* Postgres.start()
-      const database = Redacted.value(yield* pg.database("draincut"))
-      const model = yield* FakeModel.make({
-        fallback: (request) =>
-          FakeModel.promptOf(request).includes("outlasts")
-            ? FakeModel.withDelay(FakeModel.text(streamed), "5 seconds")
-            : FakeModel.text(`Answer to ${FakeModel.promptOf(request)}.`)
+      const { a, b, c, callA, database, hostPid, model, moving, ofSession, watcher } = yield* joinMidTurn({
+        name: "draincut",
+        token,
+        ports: [34551,
+        34552,
+        34553],
+        prompt: "a turn that outlasts the drain",
+        streamed,
+        turnDrainMillis: 2_000
       })
-      const shared = yield* ClaudeCli.offlineDirs("skein-cluster-draincut-")
-      const cwd = Fs.realpathSync(shared.cwd)
-      const configOf = (name: string, runnerPort: number) => {
-        return {
-          database,
-          ...Processes.runnerDirs(shared.root, name),
-          cwd,
-          modelUrl: model.url,
-          runnerPort,
-          token,
-          runner: "Socket" as const,
-          turnDrainMillis: 2_000
-        }
-      }
-      const a = yield* Processes.spawnRunner(configOf("a", 34551))
-      const b = yield* Processes.spawnRunner(configOf("b", 34552))
-      yield* Processes.awaitShardsSettled(database, [a, b])
-      const cConfig = configOf("c", 34553)
-
-      // A session whose shard the third runner will take: its owner with a, b and c is c.
-      const { hostPid, session: moving } = yield* Processes.sessionMovingTo(database, [a, b], cConfig, cwd)
-      const callA = Processes.api(a.url, token)
-
-      // The turn streams; the third runner joins meanwhile.
-      const watcher = Processes.subscribe(a.url, token, cwd)
-      yield* Effect.promise(() => watcher.until((f) => f.type === "server.connected", 10_000))
-      const ofSession = (f: Processes.Frame) => f.properties["sessionID"] === moving.id
-      yield* Effect.promise(() => callA("POST", `/session/${moving.id}/prompt_async`, { parts: [{ type: "text", text: "a turn that outlasts the drain" }] }))
-      yield* model.awaitRequest(0, (r) => FakeModel.isConversation(r) && FakeModel.promptOf(r).includes("outlasts"))
-      expect(yield* Processes.turnRunnerPid(database, moving.id)).toBe(hostPid)
-      yield* Effect.promise(() => watcher.until((f) => f.type === "message.part.delta" && ofSession(f), 30_000))
-      const c = yield* Processes.spawnRunner(cConfig)
-      const joinedBeforeTheEnd = !watcher.frames.some((f) => f.type === "session.idle" && ofSession(f))
-      expect(joinedBeforeTheEnd).toBe(true)
 
       // Its runner lets it go on for the drain, then cuts it and stops its CLI (serve closes the open turn, idle);
       // the prompt, delivered again on the new runner, ends RunnerLost there, then idle.

@@ -10,9 +10,9 @@
  * on the new runner with the streamed reply in its history.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ClaudeCli, FakeModel, Postgres } from "@skein/testkit"
-import { Effect, Redacted } from "effect"
-import * as Fs from "node:fs"
+import { FakeModel } from "@skein/testkit"
+import { Effect } from "effect"
+import { joinMidTurn } from "./joinMidTurn.js"
 import * as Processes from "./processes.js"
 
 const token = "cluster-token-0123456789"
@@ -23,47 +23,15 @@ const streamed = "Streamed across the join, chunk by chunk, until the very end."
 describe("a runner joins while a turn streams", () => {
   it.scopedLive("the turn whose shard moves ends with its reply on its runner, then the session runs on the new one", () =>
     Effect.gen(function*() {
-      const pg = yield* Postgres.start()
-      const database = Redacted.value(yield* pg.database("rebalance"))
-      const model = yield* FakeModel.make({
-        fallback: (request) =>
-          FakeModel.promptOf(request).includes("streams across")
-            ? FakeModel.withDelay(FakeModel.text(streamed), "5 seconds")
-            : FakeModel.text(`Answer to ${FakeModel.promptOf(request)}.`)
+      const { a, b, c, callA, database, hostPid, model, moving, ofSession, watcher } = yield* joinMidTurn({
+        name: "rebalance",
+        token,
+        ports: [34541,
+        34542,
+        34543],
+        prompt: "a turn that streams across a join",
+        streamed
       })
-      const shared = yield* ClaudeCli.offlineDirs("skein-cluster-rebalance-")
-      const cwd = Fs.realpathSync(shared.cwd)
-      const configOf = (name: string, runnerPort: number) => {
-        return {
-          database,
-          ...Processes.runnerDirs(shared.root, name),
-          cwd,
-          modelUrl: model.url,
-          runnerPort,
-          token,
-          runner: "Socket" as const
-        }
-      }
-      const a = yield* Processes.spawnRunner(configOf("a", 34541))
-      const b = yield* Processes.spawnRunner(configOf("b", 34542))
-      yield* Processes.awaitShardsSettled(database, [a, b])
-      const cConfig = configOf("c", 34543)
-
-      // A session whose shard the third runner will take: its owner with a, b and c is c.
-      const { hostPid, session: moving } = yield* Processes.sessionMovingTo(database, [a, b], cConfig, cwd)
-      const callA = Processes.api(a.url, token)
-
-      // The turn streams; the third runner joins meanwhile.
-      const watcher = Processes.subscribe(a.url, token, cwd)
-      yield* Effect.promise(() => watcher.until((f) => f.type === "server.connected", 10_000))
-      const ofSession = (f: Processes.Frame) => f.properties["sessionID"] === moving.id
-      yield* Effect.promise(() => callA("POST", `/session/${moving.id}/prompt_async`, { parts: [{ type: "text", text: "a turn that streams across a join" }] }))
-      yield* model.awaitRequest(0, (r) => FakeModel.isConversation(r) && FakeModel.promptOf(r).includes("streams across"))
-      expect(yield* Processes.turnRunnerPid(database, moving.id)).toBe(hostPid)
-      yield* Effect.promise(() => watcher.until((f) => f.type === "message.part.delta" && ofSession(f), 30_000))
-      const c = yield* Processes.spawnRunner(cConfig)
-      const joinedBeforeTheEnd = !watcher.frames.some((f) => f.type === "session.idle" && ofSession(f))
-      expect(joinedBeforeTheEnd).toBe(true)
 
       // The turn ends with its reply, no error; its runner had let it finish before it released the shard.
       const seen = yield* Effect.promise(() => watcher.until((f) => f.type === "session.idle" && ofSession(f), 120_000))
