@@ -384,20 +384,23 @@ export const stream = Effect.fn("Sse.stream")(function*(options: Options) {
         const attached = events.live.tryAttach(handed, step)
         if (attached !== undefined) return Effect.zipRight(attached, released)
         let waiting: Effect.Effect<void> | undefined
+        // Whether this feed let go of the log itself (full, closed, or attached to the shared feed).
+        let letGo = false
         return events.follow(at).pipe(
           Stream.orDie,
           Stream.chunks,
           // takeWhile, not runForEachWhile: with the latter a stalled client's heap grew with the log.
           Stream.mapEffect((records) =>
             Effect.map(stepEffect(records), (more) => {
-              if (!more) return false
-              waiting = events.live.tryAttach(handed, step)
-              return waiting === undefined
+              waiting = more ? events.live.tryAttach(handed, step) : undefined
+              letGo = !more || waiting !== undefined
+              return !letGo
             })
           ),
           Stream.takeWhile((more) => more),
           Stream.runDrain,
-          Effect.zipRight(Effect.suspend(() => waiting === undefined ? released : Effect.zipRight(waiting, released)))
+          // A follow that ended on its own is a log that has closed: following it again would only spin.
+          Effect.zipRight(Effect.suspend(() => !letGo ? Effect.void : waiting === undefined ? released : Effect.zipRight(waiting, released)))
         )
       })
     /** Let go of the log: full (wait for room), closed (done), or the shared feed ended (follow alone). */
