@@ -7,7 +7,7 @@
  * after its retries is recorded too, and a run started again tries it again,
  * reporting the recorded failure as the reason of an `ItemRetried`.
  *
- * A run reports a `Stream` of events and a `SubscriptionRef` summary, counts
+ * A run reports a `Stream` of events and a `Subscribable` summary, counts
  * every turn against its budget, and ends with the outputs in input order,
  * with `BudgetExceeded`, with a failFast stage's failure, or with the input
  * stream's own failure once the items in flight settle.
@@ -28,8 +28,7 @@ import {
   Ref,
   type Scope,
   Stream,
-  type Subscribable,
-  SubscriptionRef
+  type Subscribable
 } from "effect"
 import * as Crypto from "node:crypto"
 import * as Budget from "./Budget.js"
@@ -39,6 +38,7 @@ import { BudgetExceeded, type BudgetInvalid, type StageFailed } from "./Pipeline
 import { type RunEvent, RunEnded, RunStarted, type Summary } from "./RunEvent.js"
 import { type Item, keyed } from "./internal/item.js"
 import { type BaseKey, pendingOf, Run, type RunContext } from "./internal/runContext.js"
+import * as SummaryCell from "./internal/summaryCell.js"
 import { workflow } from "./internal/workflow.js"
 
 export interface Options {
@@ -108,7 +108,7 @@ const startItems = <In, Out, E, R, EI, RI, B>(
     const engine = yield* Effect.serviceOption(WorkflowEngine.WorkflowEngine)
     const { stream, total } = inputStream(input)
     const events = yield* PubSub.unbounded<RunEvent>({ replay: Number.MAX_SAFE_INTEGER })
-    const summary = yield* SubscriptionRef.make<Summary>({
+    const summary = yield* SummaryCell.make<Summary>({
       runId,
       total,
       read: 0,
@@ -136,18 +136,18 @@ const startItems = <In, Out, E, R, EI, RI, B>(
     }
     const inputFailure = yield* Ref.make(Option.none<EI>())
     // An input that fails ends its stream here; the run fails with it once the items in flight settle.
-    const inputs = keyed(stream, SubscriptionRef.update(summary, (s) => ({ ...s, read: s.read + 1 }))).pipe(
+    const inputs = keyed(stream, summary.update((s) => ({ ...s, read: s.read + 1 }))).pipe(
       Stream.catchAll((e) => Stream.execute(Ref.set(inputFailure, Option.some(e))))
     )
     const body = Effect.gen(function*() {
       yield* events.publish(new RunStarted({ runId, total, budget: Budget.describe(budget.caps) }))
       const value = yield* pipeline.apply(inputs).pipe(
         Stream.runFoldEffect(initial, (acc, item) =>
-          Effect.as(SubscriptionRef.update(summary, (s) => ({ ...s, settled: s.settled + item.sources })), f(acc, item)))
+          Effect.as(summary.update((s) => ({ ...s, settled: s.settled + item.sources })), f(acc, item)))
       )
       const failure = yield* Ref.get(inputFailure)
       if (Option.isSome(failure)) return yield* Effect.fail(failure.value)
-      const end = yield* SubscriptionRef.get(summary)
+      const end = yield* summary.get
       if (end.skipped > 0) {
         return yield* new BudgetExceeded({ spent: end.spent, done: end.done, pending: pendingOf(end), reason: "exhausted" })
       }
@@ -157,7 +157,7 @@ const startItems = <In, Out, E, R, EI, RI, B>(
       Effect.ensuring(FiberSet.awaitEmpty(context.closing)),
       Effect.provideService(Run, context),
       Effect.onExit((exit) =>
-        Effect.flatMap(SubscriptionRef.get(summary), (s) =>
+        Effect.flatMap(summary.get, (s) =>
           events.publish(new RunEnded({ runId, outcome: outcomeOf(exit), spent: s.spent, done: s.done, failed: s.failed, pending: pendingOf(s) })))
       )
     )

@@ -1,6 +1,6 @@
 /**
  * What a run reports as it goes: a `Stream` of events (NDJSON for
- * `skein pipeline run --json`) and a `Summary` kept in a `SubscriptionRef`.
+ * `skein pipeline run --json`) and a `Summary` a run keeps current (its `summary`).
  * Both are schemas, so they cross a process boundary as JSON unchanged.
  */
 import * as Schema from "effect/Schema"

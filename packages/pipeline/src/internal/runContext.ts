@@ -5,10 +5,11 @@
  */
 import type { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngine"
 import type { Session, Worker } from "@skein/session"
-import { Context, Effect, Equal, type FiberSet, Hash, type Option, type PubSub, type RcMap, type Scope, SubscriptionRef } from "effect"
+import { Context, Effect, Equal, type FiberSet, Hash, type Option, type PubSub, type RcMap, type Scope } from "effect"
 import type * as Budget from "../Budget.js"
 import type { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import type { RunEvent, Summary } from "../RunEvent.js"
+import type { SummaryCell } from "./summaryCell.js"
 
 /**
  * The key of a forked stage's base session: its stage's name. It carries the
@@ -33,7 +34,7 @@ export interface RunContext {
   readonly launch: Session.SessionOptions
   readonly budget: Budget.Budget
   readonly events: PubSub.PubSub<RunEvent>
-  readonly summary: SubscriptionRef.SubscriptionRef<Summary>
+  readonly summary: SummaryCell<Summary>
   /** The durable engine in context, if any. */
   readonly engine: Option.Option<WorkflowEngine["Type"]>
   readonly instance: WorkflowInstance["Type"]
@@ -46,16 +47,16 @@ export class Run extends Context.Tag("@skein/pipeline/internal/Run")<Run, RunCon
 
 export const emit = (event: RunEvent) => Effect.flatMap(Run, (run) => run.events.publish(event))
 
-export const update = (f: (summary: Summary) => Summary) => Effect.flatMap(Run, (run) => SubscriptionRef.update(run.summary, f))
+export const update = (f: (summary: Summary) => Summary) => Effect.flatMap(Run, (run) => run.summary.update(f))
 
 /** Items not finished: not yet settled, or skipped for the budget (a resumed run would do them). */
 export const pendingOf = (s: Summary): number => Math.max(0, (s.total ?? s.read) - s.settled + s.skipped)
 
 /** The fields of `BudgetExceeded` besides what was spent. */
-export const progress = Effect.flatMap(Run, (run) =>
-  Effect.map(SubscriptionRef.get(run.summary), (s) => ({
+export const progressOf = (run: RunContext) =>
+  Effect.map(run.summary.get, (s) => ({
     done: s.done,
     pending: pendingOf(s)
-  })))
+  }))
 
 export type Crossed = BudgetExceeded

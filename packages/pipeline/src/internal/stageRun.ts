@@ -16,7 +16,7 @@ import { BudgetExceeded, StageFailed } from "../PipelineError.js"
 import { CostCounted, ItemDone, ItemFailed, ItemRetried, ItemSkipped, ItemStarted } from "../RunEvent.js"
 import type * as Stage from "../Stage.js"
 import type { Item } from "./item.js"
-import { BaseKey, emit, progress, Run, type RunContext, update } from "./runContext.js"
+import { BaseKey, progressOf, Run, type RunContext } from "./runContext.js"
 
 /**
  * The events of an item are built from values the types already vouch for:
@@ -45,7 +45,7 @@ const charge = (run: RunContext, stage: string, key: string, usd: number, usage:
   Effect.gen(function*() {
     const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens
     const spent = yield* run.budget.charge({ usd, tokens })
-    yield* Effect.provideService(update((s) => ({ ...s, spent })), Run, run)
+    yield* run.summary.update((s) => ({ ...s, spent }))
     yield* run.events.publish(new CostCounted({ stage, key, usd, tokens, spent }, trusted))
   })
 
@@ -145,9 +145,9 @@ const attempts = <In, Out>(run: RunContext, stage: Stage.Stage<In, Out, any>, it
         Effect.timeoutFail({ duration: stage.timeout, onTimeout: () => failed(stage.name, item.key, "Timeout", `no output within ${stage.timeout}`) })
       )
       return yield* Effect.acquireUseRelease(
-        Effect.provideService(update((s) => ({ ...s, running: s.running + 1 })), Run, run),
+        run.summary.update((s) => ({ ...s, running: s.running + 1 })),
         () => bounded,
-        () => Effect.provideService(update((s) => ({ ...s, running: s.running - 1 })), Run, run)
+        () => run.summary.update((s) => ({ ...s, running: s.running - 1 }))
       ).pipe(Effect.tapError((e) => e._tag === "StageFailed" ? Ref.set(lastFailure, e.message) : Effect.void))
     })
     if (stage.retry === undefined) return yield* one
@@ -229,30 +229,31 @@ export const run = <In, Out, R>(stage: Stage.Stage<In, Out, R>, item: Item<In>, 
   Effect.gen(function*() {
     const context = yield* Run
     if (!(yield* context.budget.admits)) {
-      const { done, pending } = yield* Effect.provideService(progress, Run, context)
+      const { done, pending } = yield* progressOf(context)
       const refused = new BudgetExceeded({ spent: yield* context.budget.spent, done, pending, reason: "exhausted" })
       return yield* yield* settle(context, stage, item, Either.left(refused), false)
     }
-    const ran = yield* Ref.make(false)
-    const earlier = yield* Ref.make(Option.none<StageFailed>())
     // Without a durable engine an activity would only be bookkeeping (some ms of it per item): the attempts run as they are.
     const ended = yield* Option.match(context.engine, {
       onNone: () => Effect.map(Effect.exit(attempts(context, stage, item, concurrency)), (exit) => ({ exit, recorded: false })),
-      onSome: (engine) => {
-        const activity = activityOf(context, stage, item, concurrency, ran, earlier)
-        return call((attempt) =>
-          activity.pipe(
-            Effect.provideService(Activity.CurrentAttempt, attempt),
-            Effect.provideService(WorkflowEngine, engine),
-            Effect.provideService(WorkflowInstance, context.instance),
-            Effect.exit
-          ), ran, earlier)
-      }
+      onSome: (engine) =>
+        Effect.gen(function*() {
+          const ran = yield* Ref.make(false)
+          const earlier = yield* Ref.make(Option.none<StageFailed>())
+          const activity = activityOf(context, stage, item, concurrency, ran, earlier)
+          return yield* call((attempt) =>
+            activity.pipe(
+              Effect.provideService(Activity.CurrentAttempt, attempt),
+              Effect.provideService(WorkflowEngine, engine),
+              Effect.provideService(WorkflowInstance, context.instance),
+              Effect.exit
+            ), ran, earlier)
+        })
     })
     const outcome = yield* Effect.either(ended.exit)
     const output = yield* settle(context, stage, item, outcome, ended.recorded)
     // The item's turn is counted and its result recorded: now a crossed cap ends the run.
-    yield* context.budget.check(Effect.provideService(progress, Run, context))
+    yield* context.budget.check(progressOf(context))
     return yield* output
   })
 
@@ -267,23 +268,23 @@ const settle = <In, Out, R>(
   Effect.gen(function*() {
     const where = { stage: stage.name, key: item.key, index: item.index }
     if (outcome._tag === "Right") {
-      yield* update((s) => ({ ...s, done: s.done + 1, recorded: s.recorded + (recorded ? 1 : 0) }))
-      yield* emit(new ItemDone({ ...where, recorded }, trusted))
+      yield* context.summary.update((s) => ({ ...s, done: s.done + 1, recorded: s.recorded + (recorded ? 1 : 0) }))
+      yield* context.events.publish(new ItemDone({ ...where, recorded }, trusted))
       return Effect.succeed(Option.some(outcome.right))
     }
     const error = outcome.left
     if (error._tag === "BudgetExceeded" && error.reason === "exhausted") {
-      yield* update((s) => ({ ...s, skipped: s.skipped + 1 }))
-      yield* emit(new ItemSkipped(where, trusted))
+      yield* context.summary.update((s) => ({ ...s, skipped: s.skipped + 1 }))
+      yield* context.events.publish(new ItemSkipped(where, trusted))
       return Effect.succeed(Option.none<Out>())
     }
     if (error._tag === "StageFailed") {
-      yield* update((s) => ({ ...s, failed: s.failed + 1 }))
-      yield* emit(new ItemFailed({ ...where, reason: error.message }, trusted))
+      yield* context.summary.update((s) => ({ ...s, failed: s.failed + 1 }))
+      yield* context.events.publish(new ItemFailed({ ...where, reason: error.message }, trusted))
       if (!stage.failFast) return Effect.succeed(Option.none<Out>())
     }
     return Effect.fail(error)
-  }).pipe(Effect.provideService(Run, context))
+  })
 
 export type { SessionError }
 
