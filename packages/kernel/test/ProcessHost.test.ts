@@ -156,11 +156,13 @@ describe("ProcessHost", () => {
       const merged = yield* ProcessHost.spawn({
         command: node,
         args: ["-e", print],
-        env: { SKEIN_TEST_VAR: "merged" }
+        env: { SKEIN_TEST_VAR: "merged", HOME: undefined }
       })
       const mergedEnv = JSON.parse((yield* collect(merged.stdout)).toString("utf8"))
       expect(mergedEnv.SKEIN_TEST_VAR).toBe("merged")
       expect(mergedEnv.PATH).toBe(process.env.PATH)
+      // An undefined value removes an inherited variable.
+      expect("HOME" in mergedEnv).toBe(false)
 
       const replaced = yield* ProcessHost.spawn({
         command: node,
