@@ -6,7 +6,7 @@
  * reader's order, so an event and the boundary it causes are never reordered.
  */
 import type { CliMessage } from "@skein/protocol"
-import { Duration, Effect, Option, type Queue, type Scope } from "effect"
+import { type Clock, Duration, Effect, Option, type Queue, type Scope } from "effect"
 import type { TurnError } from "../SessionError.js"
 import type { SessionEvent, Turn, TurnSummary } from "../Turn.js"
 import * as LazyFiberMap from "./lazyFiberMap.js"
@@ -104,30 +104,55 @@ const applyAll = (context: Outputs) => (outputs: ReadonlyArray<TurnTracker.Outpu
     ? applyOutput(context, outputs[0]!)
     : Effect.forEach(outputs, (output) => applyOutput(context, output), { discard: true })
 
+/** Whether every output is a turn's end: those `stepFree` carries out itself, as one synchronous step. */
+const onlyEnds = (outputs: ReadonlyArray<TurnTracker.Output>): outputs is ReadonlyArray<TurnRecord.Ended> => {
+  for (const output of outputs) if (output._tag !== "TurnEnded") return false
+  return true
+}
+
 /**
- * The leading events of a read that move no boundary, stepped and queued
+ * The leading events of a read that need no effect, stepped and queued
  * without the lock: one synchronous step, which no other fiber can cut into,
- * so the order is the lock's. It stops before the first event whose step has
- * outputs (a turn starts or ends, a timer) and returns its index: that event,
- * and the rest of the read, go through the lock. Most events of a turn
- * (deltas, messages, state changes that end nothing) take no lock.
+ * so the order is the lock's. An event that moves no boundary is queued on the
+ * live turn; one that only ends turns (the CLI's `idle`, say) ends them here
+ * too, on the session's clock (its summary, span and result are all plain
+ * values). It stops before the first event whose outputs need an effect (a
+ * turn starts, a write, a timer) and returns its index: that event, and the
+ * rest of the read, go through the lock. A plain turn of a host's then takes
+ * the lock only at its send.
  */
 const stepFree = (
   cell: TrackerCell,
   book: TurnBook.TurnBook,
   lock: TurnLock.TurnLock,
+  clock: Clock.Clock,
   events: ReadonlyArray<SessionEvent>
 ): number => {
   if (lock.holding()) return 0
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!
+    const prior = book.current()
     if (event._tag === "Message") {
       const [next, outputs] = TurnTracker.step(cell.state, { _tag: "Message", message: event.message })
-      if (outputs.length > 0) return i
+      if (outputs.length > 0) {
+        if (!onlyEnds(outputs)) return i
+        cell.state = next
+        // As `TurnRouting` does: the event goes to the turn it ends.
+        if (prior !== undefined) TurnRecord.offer(prior, event)
+        const nanos = clock.unsafeCurrentTimeNanos()
+        for (const output of outputs) {
+          const record = book.find(output.origin, output.turn)
+          if (record !== undefined) book.unsafeEnd(record, output, nanos)
+        }
+        if (prior === undefined) {
+          const live = book.current()
+          if (live !== undefined) TurnRecord.offer(live, event)
+        }
+        continue
+      }
       cell.state = next
     }
-    const current = book.current()
-    if (current !== undefined) TurnRecord.offer(current, event)
+    if (prior !== undefined) TurnRecord.offer(prior, event)
   }
   return events.length
 }
@@ -141,6 +166,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
     const book = yield* TurnBook.make(options)
     const cell: TrackerCell = { state: TurnTracker.initial(options.tracker) }
     const trace = options.trace
+    const clock = yield* Effect.clock
     let sent = 0
 
     const scope = yield* Effect.scope
@@ -165,7 +191,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     const onEvents = (events: ReadonlyArray<SessionEvent>): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const from = stepFree(cell, book, lock, events)
+        const from = stepFree(cell, book, lock, clock, events)
         return from === events.length ? Effect.void : lock.locked(stepEvents(from === 0 ? events : events.slice(from)))
       })
 
