@@ -15,7 +15,7 @@ import type * as TurnTracker from "./turnTracker.js"
 
 export interface Options {
   /** The session's cumulative cost now: a turn's cost is the difference at its end. */
-  readonly cost: Effect.Effect<number>
+  readonly cost: () => number
   readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
   readonly trace?: Trace.SessionTrace | undefined
 }
@@ -59,14 +59,18 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
         return end(trace, span)
       })
 
-    const start = (record: TurnRecord.TurnRecord) =>
-      Effect.gen(function*() {
+    const start = (record: TurnRecord.TurnRecord): Effect.Effect<void> =>
+      Effect.suspend(() => {
         records.set(key(record.origin, record.index), record)
-        record.costBefore = yield* options.cost
+        record.costBefore = options.cost()
         current = record
-        if (trace !== undefined) spans.set(record, yield* trace.turnStarted(record, record.links))
         // With no subscriber the announcement reaches no one: a CLI turn's view is then never made.
-        if (subscribers > 0) yield* announced.publish(TurnRecord.toTurn(record))
+        const announce = () => subscribers > 0 ? announced.publish(TurnRecord.toTurn(record)) : Effect.void
+        if (trace === undefined) return announce()
+        return Effect.flatMap(trace.turnStarted(record, record.links), (span) => {
+          spans.set(record, span)
+          return announce()
+        })
       })
 
     const unsafeEnd = (record: TurnRecord.TurnRecord, output: TurnRecord.Ended, nanos: bigint) => {

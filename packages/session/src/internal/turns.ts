@@ -6,7 +6,7 @@
  * reader's order, so an event and the boundary it causes are never reordered.
  */
 import type { CliMessage } from "@skein/protocol"
-import { type Clock, Duration, Effect, Option, type Queue, type Scope } from "effect"
+import { type Clock, Duration, Effect, Option, type Queue, type Scope, type Tracer } from "effect"
 import type { TurnError } from "../SessionError.js"
 import type { SessionEvent, Turn, TurnSummary } from "../Turn.js"
 import * as LazyFiberMap from "./lazyFiberMap.js"
@@ -42,9 +42,9 @@ export interface Options {
   /** Writes a host turn's user message. A failure is left to the reader, which sees the exit. */
   readonly writeUser: (content: Content, uuid: string | undefined) => Effect.Effect<void, unknown>
   /** The session's cumulative cost now: a turn's cost is the difference at its end. */
-  readonly cost: Effect.Effect<number>
-  /** Set once the session has ended. */
-  readonly ended: Effect.Effect<Option.Option<TurnError>>
+  readonly cost: () => number
+  /** Why the session ended, once it has. */
+  readonly ended: () => Option.Option<TurnError>
   /** With an `outputSchema`: decodes a turn's structured output from its results. */
   readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
   /** Where each turn's span goes; none without it. */
@@ -79,13 +79,11 @@ const applyOutput = (context: Outputs, output: TurnTracker.Output): Effect.Effec
       if (record?.content === undefined) return Effect.void
       return Effect.asVoid(context.writeUser(record.content, record.uuid).pipe(Effect.ignore, Effect.forkIn(context.scope)))
     }
-    case "TurnStarted":
-      return Effect.flatMap(
-        output.origin === "host"
-          ? Effect.succeed(context.book.find("host", output.turn))
-          : TurnRecord.make(output.turn, "cli", undefined),
-        (record) => record === undefined ? Effect.void : context.book.start(record)
-      )
+    case "TurnStarted": {
+      if (output.origin === "cli") return Effect.flatMap(TurnRecord.make(output.turn, "cli", undefined), context.book.start)
+      const record = context.book.find("host", output.turn)
+      return record === undefined ? Effect.void : context.book.start(record)
+    }
     case "TurnEnded": {
       const record = context.book.find(output.origin, output.turn)
       return record === undefined ? Effect.void : context.book.end(record, output)
@@ -99,10 +97,15 @@ const applyOutput = (context: Outputs, output: TurnTracker.Output): Effect.Effec
   }
 }
 
-const applyAll = (context: Outputs) => (outputs: ReadonlyArray<TurnTracker.Output>): Effect.Effect<void> =>
-  outputs.length === 1
-    ? applyOutput(context, outputs[0]!)
-    : Effect.forEach(outputs, (output) => applyOutput(context, output), { discard: true })
+/** The outputs carried out in order: a chain of as many steps as outputs (a send has two). */
+const applyAll = (context: Outputs) => (outputs: ReadonlyArray<TurnTracker.Output>): Effect.Effect<void> => {
+  let chain = applyOutput(context, outputs[0]!)
+  for (let i = 1; i < outputs.length; i++) {
+    const output = outputs[i]!
+    chain = Effect.zipRight(chain, Effect.suspend(() => applyOutput(context, output)))
+  }
+  return chain
+}
 
 /** Whether every output is a turn's end: those `stepFree` carries out itself, as one synchronous step. */
 const onlyEnds = (outputs: ReadonlyArray<TurnTracker.Output>): outputs is ReadonlyArray<TurnRecord.Ended> => {
@@ -195,17 +198,29 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         return from === events.length ? Effect.void : lock.locked(stepEvents(from === 0 ? events : events.slice(from)))
       })
 
-    // Under the lock: the session's end is set before `failAll` takes it, so a
-    // turn is either refused here or registered in time to be failed there.
+    /**
+     * Under the lock: the session's end is set before `failAll` takes it, so a
+     * turn is either refused here or registered in time to be failed there.
+     */
+    const sendLocked = (content: Content, uuid: string | undefined, links: ReadonlyArray<Tracer.SpanLink>) =>
+      Effect.suspend(() => {
+        const end = options.ended()
+        if (Option.isSome(end)) return Effect.fail(end.value)
+        return Effect.flatMap(TurnRecord.make(++sent, "host", content, links, uuid), (record) => {
+          book.register(record)
+          const turn = TurnRecord.toTurn(record)
+          const outputs = stepCell(cell, { _tag: "Send", turn: record.index })
+          return outputs.length === 0 ? Effect.succeed(turn) : Effect.as(apply(outputs), turn)
+        })
+      })
+
+    // The caller's span (`Session.send`'s own) is read before the lock: it is the fiber's, not the turns'.
     const send = (content: Content, uuid?: string | undefined) =>
-      lock.locked(Effect.gen(function*() {
-        const end = yield* options.ended
-        if (Option.isSome(end)) return yield* Effect.fail(end.value)
-        const record = yield* TurnRecord.make(++sent, "host", content, trace === undefined ? [] : yield* Trace.callerLinks, uuid)
-        book.register(record)
-        yield* stepLocked({ _tag: "Send", turn: record.index })
-        return TurnRecord.toTurn(record)
-      })).pipe(Effect.withSpan("Session.send", noStack))
+      (trace === undefined
+        ? lock.locked(sendLocked(content, uuid, []))
+        : Effect.flatMap(Trace.callerLinks, (links) => lock.locked(sendLocked(content, uuid, links)))).pipe(
+          Effect.withSpan("Session.send", noStack)
+        )
 
     const failAll = (error: TurnError) =>
       lock.locked(Effect.gen(function*() {

@@ -32,8 +32,8 @@ const runTurns = (reads: (events: ReadonlyArray<SessionEvent>) => ReadonlyArray<
     const turns = yield* Turns.make({
       tracker: {},
       writeUser: (content) => Effect.sync(() => void written.push(String(content))),
-      cost: Effect.succeed(0),
-      ended: Effect.succeed(Option.none()),
+      cost: () => 0,
+      ended: () => Option.none(),
     })
     const first = yield* turns.send("one")
     const second = yield* turns.send("two")
