@@ -10,7 +10,7 @@
  * per message, only a scan of its content blocks for tool calls.
  */
 import { Anthropic, type CliMessage } from "@skein/protocol"
-import { Clock, Effect, Exit, FiberId, Option, Scope, type Tracer } from "effect"
+import { Clock, Effect, Exit, FiberId, Option, Scope, Tracer } from "effect"
 import type { TurnSummary } from "../Turn.js"
 
 /** Attribute names; `gen_ai.*` follow OpenTelemetry's GenAI conventions. */
@@ -78,7 +78,8 @@ const options = { captureStackTrace: false } as const
 
 /** The span the caller runs in, as a link. */
 export const callerLinks: Effect.Effect<ReadonlyArray<Tracer.SpanLink>> = Effect.map(
-  Effect.option(Effect.currentParentSpan),
+  // The parent span as a service: what `currentParentSpan` reads, without its failure and recovery.
+  Effect.serviceOption(Tracer.ParentSpan),
   Option.match({
     onNone: () => [],
     onSome: (span): ReadonlyArray<Tracer.SpanLink> => [{ _tag: "SpanLink", span, attributes: {} }]
