@@ -48,6 +48,22 @@ const runTurns = (reads: (events: ReadonlyArray<SessionEvent>) => ReadonlyArray<
     return { written, got, ends: summaries.map((s) => `${s.endReason}:${s.results.length}`) }
   })
 
+/** One turn, its answer fed in `reads`; what it got, how it ended, and the summary's figures. */
+const runOneTurn = (reads: (events: ReadonlyArray<SessionEvent>) => ReadonlyArray<ReadonlyArray<SessionEvent>>) =>
+  Effect.gen(function*() {
+    const turns = yield* Turns.make({
+      tracker: {},
+      writeUser: () => Effect.void,
+      cost: () => 0,
+      ended: () => Option.none()
+    })
+    const turn = yield* turns.send("one")
+    for (const read of reads(capture("text-thinking.ndjson"))) yield* turns.onEvents(read)
+    const summary = yield* turn.result
+    const events = Chunk.toReadonlyArray(yield* Stream.runCollect(turn.events)).map(describeEvent)
+    return { events, end: `${summary.endReason}:${summary.results.length}`, text: summary.text, usage: summary.usage, busy: yield* turns.busy }
+  })
+
 describe("turns", () => {
   it.scoped("one chunk or one event at a time: the same turns get the same events, and each ends once", () =>
     Effect.gen(function*() {
@@ -68,6 +84,28 @@ describe("turns", () => {
 
   // Most events go to their turn without the turns' lock, the rest through it:
   // wherever a read's boundaries fall, the turns must come out the same.
+  // A lone turn ends in the lock-free step (its end is the only output), a queued one's end through the lock.
+  it.scoped.prop(
+    "any chunking of a lone turn's lines: the same events and the same summary, ended once",
+    [FastCheck.array(FastCheck.boolean(), { minLength: 200, maxLength: 200 })],
+    ([cuts]) =>
+      Effect.gen(function*() {
+        const whole = yield* runOneTurn((events) => [events])
+        const chunked = yield* runOneTurn((events) => {
+          const reads: Array<Array<SessionEvent>> = [[]]
+          events.forEach((event, i) => {
+            reads.at(-1)!.push(event)
+            if (cuts[i] === true && i < events.length - 1) reads.push([])
+          })
+          return reads
+        })
+        expect(chunked).toEqual(whole)
+        expect(whole.end).toBe("idle:1")
+        expect(whole.events.at(-1)).toBe("system/session_state_changed")
+      }),
+    { fastCheck: { numRuns: 25 } }
+  )
+
   it.scoped.prop(
     "any chunking of the same lines: the same turns get the same events, and each ends once",
     [FastCheck.array(FastCheck.boolean(), { minLength: 400, maxLength: 400 })],
