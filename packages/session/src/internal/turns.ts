@@ -214,13 +214,19 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
         })
       })
 
-    // The caller's span (`Session.send`'s own) is read before the lock: it is the fiber's, not the turns'.
+    /**
+     * `Session.send`'s span, made and ended here rather than by `withSpan`
+     * (about a third of a send's operations, to make it the fiber's current
+     * span, which nothing in a send reads): the caller's span is its parent,
+     * and the turn links to it.
+     */
     const send = (content: Content, uuid?: string | undefined) =>
-      (trace === undefined
-        ? lock.locked(sendLocked(content, uuid, []))
-        : Effect.flatMap(Trace.callerLinks, (links) => lock.locked(sendLocked(content, uuid, links)))).pipe(
-          Effect.withSpan("Session.send", noStack)
-        )
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.makeSpan("Session.send", noStack), (span) =>
+          restore(lock.locked(sendLocked(content, uuid, trace === undefined ? [] : [{ _tag: "SpanLink", span, attributes: {} }]))).pipe(
+            Effect.onExit((exit) => Trace.end(span, exit))
+          ))
+      )
 
     const failAll = (error: TurnError) =>
       lock.locked(Effect.gen(function*() {

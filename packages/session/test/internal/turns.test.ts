@@ -6,10 +6,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { CliMessage as Messages } from "@skein/protocol"
-import { Chunk, Effect, FastCheck, Option, Stream } from "effect"
+import { Chunk, Effect, FastCheck, Option, Stream, Tracer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { SessionEvent } from "../../src/Turn.js"
+import * as Trace from "../../src/internal/trace.js"
 import * as Turns from "../../src/internal/turns.js"
 
 const fixtures = Path.join(import.meta.dirname, "..", "..", "..", "protocol", "test", "fixtures")
@@ -125,4 +126,32 @@ describe("turns", () => {
       }),
     { fastCheck: { numRuns: 25 } }
   )
+
+  it.scoped("a send's span is a child of the caller's, ends with the send, and the turn's span links to it", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.Span> = []
+      const native = yield* Effect.tracer
+      const recording = Tracer.make({
+        span: (...args) => {
+          const span = native.span(...args)
+          spans.push(span)
+          return span
+        },
+        context: (f, fiber) => native.context(f, fiber)
+      })
+      yield* Effect.gen(function*() {
+        const trace = yield* Trace.make({ cwd: "/tmp", pid: 1 })
+        const turns = yield* Turns.make({ tracker: {}, writeUser: () => Effect.void, cost: () => 0, ended: () => Option.none(), trace })
+        const turn = yield* turns.send("one").pipe(Effect.withSpan("caller"))
+        yield* turns.onEvents(capture("text-thinking.ndjson"))
+        yield* turn.result
+      }).pipe(Effect.withTracer(recording))
+      const named = (name: string) => spans.find((span) => span.name === name)!
+      const [caller, send, turn] = [named("caller"), named("Session.send"), named("Session.turn")]
+      expect(Option.map(send.parent, (parent) => parent.spanId)).toEqual(Option.some(caller.spanId))
+      expect(send.status._tag).toBe("Ended")
+      expect(turn.links.map((link) => link.span.spanId)).toEqual([send.spanId])
+      expect(turn.status._tag).toBe("Ended")
+      expect(Option.map(turn.parent, (parent) => parent.spanId)).toEqual(Option.some(named("Session").spanId))
+    }))
 })
