@@ -280,10 +280,10 @@ const runOn = Effect.fnUntraced(function*(
   const sessionId = yield* Deferred.make<string, TurnError>()
   if (Option.isSome(known)) yield* Deferred.succeed(sessionId, known.value)
   const ended = yield* Deferred.make<TurnError>()
+  // Why the session ended, set in the same step as `ended`: read synchronously by a send.
+  let endedError: Option.Option<TurnError> = Option.none()
   const hostClosedStdin = yield* Ref.make(false)
-  const endedWith = Deferred.poll(ended).pipe(
-    Effect.flatMap(Option.match({ onNone: () => Effect.succeedNone, onSome: Effect.asSome }))
-  )
+  const endedWith = Effect.sync(() => endedError)
   // Made when first needed (most sessions need it once, at their close): an error captures a stack
   // trace, which an idle session would hold for nothing. It has no fields to check: no Schema validation.
   let closedError: SessionClosed | undefined
@@ -317,8 +317,8 @@ const runOn = Effect.fnUntraced(function*(
   const turns = yield* Turns.make({
     tracker: trackerOptions(options),
     writeUser: (content, uuid) => write(HostMessage.user(content, uuid === undefined ? undefined : { uuid })),
-    cost: Effect.sync(() => state.unsafeGet().counters.costUsd),
-    ended: endedWith,
+    cost: () => state.unsafeGet().counters.costUsd,
+    ended: () => endedError,
     structuredOutput: options.outputSchema === undefined ? undefined : decodeStructuredOutput(options.outputSchema),
     trace
   })
@@ -331,7 +331,9 @@ const runOn = Effect.fnUntraced(function*(
   /** Everything pending fails with `error`; nothing is left waiting. */
   const shutdown = (error: TurnError) =>
     Effect.gen(function*() {
-      if (!(yield* Deferred.succeed(ended, error))) return
+      if (Option.isSome(endedError)) return
+      endedError = Option.some(error)
+      yield* Deferred.succeed(ended, error)
       yield* Deferred.fail(sessionId, error)
       yield* control.failAll(error)
       yield* turns.failAll(error)

@@ -134,27 +134,34 @@ const terminalTaskStatuses = new Set(["completed", "failed", "killed", "stopped"
 /**
  * `apply` over the messages of one read of stdout, in order. Only results and
  * system messages change more than `lastSeenAt`, so the rest cost no copy of
- * the state: in a delta storm that was one copy per streamed delta.
+ * the state (in a delta storm that was one copy per streamed delta), and
+ * `lastSeenAt` is set once for the read: one copy per message that changes
+ * something, plus that one.
  */
 export const applyAll = (state: SessionState, messages: Iterable<CliMessage.CliMessage>, now: number): SessionState => {
   let next = state
   for (const message of messages) {
-    if (message.type === "result" || message.type === "system") next = apply(next, message, now)
+    if (message.type === "result" || message.type === "system") next = change(next, message)
   }
-  return next === state ? { ...state, lastSeenAt: now } : next
+  return { ...next, lastSeenAt: now }
 }
 
 /** Fold one stdout message into the state. */
-export const apply = (state: SessionState, message: CliMessage.CliMessage, now: number): SessionState => {
-  const seen = { ...state, lastSeenAt: now }
+export const apply = (state: SessionState, message: CliMessage.CliMessage, now: number): SessionState => ({
+  ...change(state, message),
+  lastSeenAt: now
+})
+
+/** What the message changes, besides `lastSeenAt`: the same state when nothing. */
+const change = (state: SessionState, message: CliMessage.CliMessage): SessionState => {
   switch (message.type) {
     case "result":
-      return { ...seen, counters: addResult(state.counters, message) }
+      return { ...state, counters: addResult(state.counters, message) }
     case "system":
       switch (message.subtype) {
         case "init":
           return {
-            ...seen,
+            ...state,
             sessionId: message.session_id,
             model: message.model,
             permissionMode: message.permissionMode,
@@ -163,17 +170,17 @@ export const apply = (state: SessionState, message: CliMessage.CliMessage, now: 
           }
         case "session_state_changed": {
           const next = status(message.state)
-          return next === undefined ? seen : { ...seen, status: next }
+          return next === undefined || next === state.status ? state : { ...state, status: next }
         }
         case "status":
           return {
-            ...seen,
+            ...state,
             lastStatus: message.status,
             permissionMode: message.permissionMode ?? state.permissionMode
           }
         case "background_tasks_changed":
           return {
-            ...seen,
+            ...state,
             backgroundTasks: message.tasks.map((t) => ({
               taskId: t.task_id,
               taskType: t.task_type,
@@ -182,9 +189,9 @@ export const apply = (state: SessionState, message: CliMessage.CliMessage, now: 
             }))
           }
         case "task_started":
-          return {
-            ...seen,
-            backgroundTasks: message.is_backgrounded === false ? state.backgroundTasks : upsertTask(state.backgroundTasks, {
+          return message.is_backgrounded === false ? state : {
+            ...state,
+            backgroundTasks: upsertTask(state.backgroundTasks, {
               taskId: message.task_id,
               taskType: message.task_type ?? "local_agent",
               description: message.description,
@@ -193,20 +200,20 @@ export const apply = (state: SessionState, message: CliMessage.CliMessage, now: 
           }
         case "task_updated": {
           const next = message.patch.status
-          if (next === undefined) return seen
+          if (next === undefined) return state
           return {
-            ...seen,
+            ...state,
             backgroundTasks: terminalTaskStatuses.has(next)
               ? state.backgroundTasks.filter((t) => t.taskId !== message.task_id)
               : state.backgroundTasks.map((t) => t.taskId === message.task_id ? { ...t, status: next } : t)
           }
         }
         case "task_notification":
-          return { ...seen, backgroundTasks: state.backgroundTasks.filter((t) => t.taskId !== message.task_id) }
+          return { ...state, backgroundTasks: state.backgroundTasks.filter((t) => t.taskId !== message.task_id) }
         default:
-          return seen
+          return state
       }
     default:
-      return seen
+      return state
   }
 }

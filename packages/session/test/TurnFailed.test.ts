@@ -28,8 +28,8 @@ const oneTurn = (events: ReadonlyArray<Turn.SessionEvent>) =>
     const turns = yield* Turns.make({
       tracker: {},
       writeUser: () => Effect.void,
-      cost: Effect.succeed(0),
-      ended: Effect.succeed(Option.none()),
+      cost: () => 0,
+      ended: () => Option.none(),
     })
     const turn = yield* turns.send("say hi")
     yield* turns.onEvents(events)

@@ -12,6 +12,8 @@ export interface LazyHub<A> {
   readonly publishAll: (values: Iterable<A>) => Effect.Effect<boolean>
   /** Offers without an effect, for callers inside a synchronous step. */
   readonly unsafeOffer: (value: A) => void
+  /** Whether anyone ever subscribed: until then a publish can be skipped, not built. */
+  readonly subscribed: () => boolean
 }
 
 export const make = <A>(): LazyHub<A> => {
@@ -24,6 +26,7 @@ export const make = <A>(): LazyHub<A> => {
     publishAll: (values) => Effect.suspend(() => hub === undefined ? Effect.succeed(true) : PubSub.publishAll(hub, values)),
     unsafeOffer: (value) => {
       hub?.unsafeOffer(value)
-    }
+    },
+    subscribed: () => hub !== undefined
   }
 }

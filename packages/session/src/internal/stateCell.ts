@@ -16,6 +16,8 @@ import * as LazyHub from "./lazyHub.js"
 export interface StateCell<A> extends Subscribable.Subscribable<A> {
   /** Replaces the value with `f` of it and publishes the new one. */
   readonly update: (f: (a: A) => A) => Effect.Effect<void>
+  /** `update` as a synchronous step, for a caller already inside one. */
+  readonly unsafeUpdate: (f: (a: A) => A) => void
   /** The value now, for synchronous readers. */
   readonly unsafeGet: () => A
 }
@@ -44,10 +46,10 @@ export const make = <A>(initial: A): Effect.Effect<StateCell<A>> =>
         )
       )
     }))
-    const update = (f: (a: A) => A) =>
-      Effect.sync(() => {
-        value = f(value)
-        hub.unsafeOffer({ version: ++version, value })
-      })
-    return Object.assign(Subscribable.make({ get, changes }), { update, unsafeGet: () => value })
+    const unsafeUpdate = (f: (a: A) => A) => {
+      value = f(value)
+      hub.unsafeOffer({ version: ++version, value })
+    }
+    const update = (f: (a: A) => A) => Effect.sync(() => unsafeUpdate(f))
+    return Object.assign(Subscribable.make({ get, changes }), { update, unsafeUpdate, unsafeGet: () => value })
   })

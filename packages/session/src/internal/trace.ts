@@ -10,7 +10,7 @@
  * per message, only a scan of its content blocks for tool calls.
  */
 import { Anthropic, type CliMessage } from "@skein/protocol"
-import { Clock, Effect, Exit, FiberId, Option, Scope, type Tracer } from "effect"
+import { Clock, Effect, Exit, FiberId, Option, Scope, Tracer } from "effect"
 import type { TurnSummary } from "../Turn.js"
 
 /** Attribute names; `gen_ai.*` follow OpenTelemetry's GenAI conventions. */
@@ -57,6 +57,8 @@ export interface SessionTrace {
     links: ReadonlyArray<Tracer.SpanLink>
   ) => Effect.Effect<Tracer.Span>
   readonly turnEnded: (span: Tracer.Span, summary: TurnSummary) => Effect.Effect<void>
+  /** `turnEnded` as a synchronous step, at `nanos` on the session's clock. */
+  readonly unsafeTurnEnded: (span: Tracer.Span, summary: TurnSummary, nanos: bigint) => void
   readonly turnFailed: (span: Tracer.Span, error: unknown) => Effect.Effect<void>
   /** Opens a tool span at each `tool_use` and ends it at its `tool_result`. */
   readonly onMessage: (message: CliMessage.Assistant | CliMessage.User) => Effect.Effect<void>
@@ -76,7 +78,8 @@ const options = { captureStackTrace: false } as const
 
 /** The span the caller runs in, as a link. */
 export const callerLinks: Effect.Effect<ReadonlyArray<Tracer.SpanLink>> = Effect.map(
-  Effect.option(Effect.currentParentSpan),
+  // The parent span as a service: what `currentParentSpan` reads, without its failure and recovery.
+  Effect.serviceOption(Tracer.ParentSpan),
   Option.match({
     onNone: () => [],
     onSome: (span): ReadonlyArray<Tracer.SpanLink> => [{ _tag: "SpanLink", span, attributes: {} }]
@@ -194,6 +197,12 @@ export const make = (session: {
       }, { discard: true })
     }
 
+    const unsafeTurnEnded = (turnSpan: Tracer.Span, summary: TurnSummary, now: bigint) => {
+      if (live === turnSpan) live = undefined
+      for (const [key, value] of Object.entries(turnAttributes(summary))) turnSpan.attribute(key, value)
+      if (turnSpan.status._tag !== "Ended") turnSpan.end(now, Exit.void)
+    }
+
     return {
       span,
       parent: Effect.sync(() => live ?? span),
@@ -214,12 +223,8 @@ export const make = (session: {
           }),
           (turnSpan) => (live = turnSpan)
         ),
-      turnEnded: (turnSpan, summary) =>
-        Effect.suspend(() => {
-          if (live === turnSpan) live = undefined
-          for (const [key, value] of Object.entries(turnAttributes(summary))) turnSpan.attribute(key, value)
-          return end(turnSpan, Exit.void)
-        }),
+      turnEnded: (turnSpan, summary) => Effect.map(Clock.currentTimeNanos, (now) => unsafeTurnEnded(turnSpan, summary, now)),
+      unsafeTurnEnded,
       turnFailed: (turnSpan, error) =>
         Effect.suspend(() => {
           if (live === turnSpan) live = undefined

@@ -5,7 +5,7 @@
  * turns' lock (see `turns`), so its plain fields need no lock of their own.
  */
 import type { CliMessage } from "@skein/protocol"
-import { Deferred, Effect, type Queue, type Scope, type Tracer } from "effect"
+import { Clock, Deferred, Effect, Exit, type Queue, type Scope, type Tracer } from "effect"
 import type { TurnError } from "../SessionError.js"
 import type { Turn, TurnSummary } from "../Turn.js"
 import * as LazyHub from "./lazyHub.js"
@@ -15,7 +15,7 @@ import type * as TurnTracker from "./turnTracker.js"
 
 export interface Options {
   /** The session's cumulative cost now: a turn's cost is the difference at its end. */
-  readonly cost: Effect.Effect<number>
+  readonly cost: () => number
   readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
   readonly trace?: Trace.SessionTrace | undefined
 }
@@ -30,6 +30,8 @@ export interface TurnBook {
   readonly start: (record: TurnRecord.TurnRecord) => Effect.Effect<void>
   /** Resolves the turn as the tracker ended it. */
   readonly end: (record: TurnRecord.TurnRecord, output: TurnRecord.Ended) => Effect.Effect<void>
+  /** `end` as a synchronous step, at `nanos` on the session's clock: for a step that holds no lock and must not yield. */
+  readonly unsafeEnd: (record: TurnRecord.TurnRecord, output: TurnRecord.Ended, nanos: bigint) => void
   /** Fails every turn not yet ended, queued ones included. */
   readonly failAll: (error: TurnError) => Effect.Effect<void>
   readonly subscribe: Effect.Effect<Queue.Dequeue<Turn>, never, Scope.Scope>
@@ -57,25 +59,35 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
         return end(trace, span)
       })
 
-    const start = (record: TurnRecord.TurnRecord) =>
-      Effect.gen(function*() {
+    const start = (record: TurnRecord.TurnRecord): Effect.Effect<void> =>
+      Effect.suspend(() => {
         records.set(key(record.origin, record.index), record)
-        record.costBefore = yield* options.cost
+        record.costBefore = options.cost()
         current = record
-        if (trace !== undefined) spans.set(record, yield* trace.turnStarted(record, record.links))
         // With no subscriber the announcement reaches no one: a CLI turn's view is then never made.
-        if (subscribers > 0) yield* announced.publish(TurnRecord.toTurn(record))
+        const announce = () => subscribers > 0 ? announced.publish(TurnRecord.toTurn(record)) : Effect.void
+        if (trace === undefined) return announce()
+        return Effect.flatMap(trace.turnStarted(record, record.links), (span) => {
+          spans.set(record, span)
+          return announce()
+        })
       })
 
+    const unsafeEnd = (record: TurnRecord.TurnRecord, output: TurnRecord.Ended, nanos: bigint) => {
+      records.delete(key(record.origin, record.index))
+      if (current === record) current = undefined
+      const full = TurnRecord.summary(record, output, options.structuredOutput)
+      const span = spans.get(record)
+      if (trace !== undefined && span !== undefined) {
+        spans.delete(record)
+        trace.unsafeTurnEnded(span, full, nanos)
+      }
+      record.events.unsafeDone(Exit.void)
+      Deferred.unsafeDone(record.done, Exit.succeed(full))
+    }
+
     const end = (record: TurnRecord.TurnRecord, output: TurnRecord.Ended) =>
-      Effect.gen(function*() {
-        records.delete(key(record.origin, record.index))
-        if (current === record) current = undefined
-        const full = TurnRecord.summary(record, output, options.structuredOutput)
-        yield* endSpan(record, (t, span) => t.turnEnded(span, full))
-        yield* record.events.end
-        yield* Deferred.succeed(record.done, full)
-      })
+      Effect.flatMap(Clock.currentTimeNanos, (nanos) => Effect.sync(() => unsafeEnd(record, output, nanos)))
 
     const failAll = (error: TurnError) =>
       Effect.gen(function*() {
@@ -95,6 +107,7 @@ export const make = (options: Options): Effect.Effect<TurnBook> =>
       find: (origin, turn) => records.get(key(origin, turn)),
       start,
       end,
+      unsafeEnd,
       failAll,
       subscribe: Effect.zipRight(
         Effect.acquireRelease(Effect.sync(() => subscribers++), () => Effect.sync(() => subscribers--)),

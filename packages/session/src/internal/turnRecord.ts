@@ -54,14 +54,23 @@ export const make = (
     view: undefined
   }))
 
-/** The caller's view of the turn. */
-export const toTurn = (record: TurnRecord): Turn =>
-  record.view ??= {
+/**
+ * The caller's view of the turn. Its `events` stream is made when first
+ * asked for: a caller that waits only for the result (most, at scale) never
+ * pays for a stream's channel.
+ */
+export const toTurn = (record: TurnRecord): Turn => {
+  if (record.view !== undefined) return record.view
+  let events: Turn["events"] | undefined
+  return record.view = {
     index: record.index,
     origin: record.origin,
-    events: Mailbox.toStream(record.events),
+    get events() {
+      return events ??= Mailbox.toStream(record.events)
+    },
     result: Deferred.await(record.done)
   }
+}
 
 /** What a turn's `result` answers, from the tracker's end of it. */
 export const summary = (

@@ -6,7 +6,7 @@
  * reader's order, so an event and the boundary it causes are never reordered.
  */
 import type { CliMessage } from "@skein/protocol"
-import { Duration, Effect, Option, type Queue, type Scope } from "effect"
+import { type Clock, Duration, Effect, Option, type Queue, type Scope, type Tracer } from "effect"
 import type { TurnError } from "../SessionError.js"
 import type { SessionEvent, Turn, TurnSummary } from "../Turn.js"
 import * as LazyFiberMap from "./lazyFiberMap.js"
@@ -42,9 +42,9 @@ export interface Options {
   /** Writes a host turn's user message. A failure is left to the reader, which sees the exit. */
   readonly writeUser: (content: Content, uuid: string | undefined) => Effect.Effect<void, unknown>
   /** The session's cumulative cost now: a turn's cost is the difference at its end. */
-  readonly cost: Effect.Effect<number>
-  /** Set once the session has ended. */
-  readonly ended: Effect.Effect<Option.Option<TurnError>>
+  readonly cost: () => number
+  /** Why the session ended, once it has. */
+  readonly ended: () => Option.Option<TurnError>
   /** With an `outputSchema`: decodes a turn's structured output from its results. */
   readonly structuredOutput?: ((results: ReadonlyArray<CliMessage.Result>) => TurnSummary["structuredOutput"]) | undefined
   /** Where each turn's span goes; none without it. */
@@ -79,13 +79,11 @@ const applyOutput = (context: Outputs, output: TurnTracker.Output): Effect.Effec
       if (record?.content === undefined) return Effect.void
       return Effect.asVoid(context.writeUser(record.content, record.uuid).pipe(Effect.ignore, Effect.forkIn(context.scope)))
     }
-    case "TurnStarted":
-      return Effect.flatMap(
-        output.origin === "host"
-          ? Effect.succeed(context.book.find("host", output.turn))
-          : TurnRecord.make(output.turn, "cli", undefined),
-        (record) => record === undefined ? Effect.void : context.book.start(record)
-      )
+    case "TurnStarted": {
+      if (output.origin === "cli") return Effect.flatMap(TurnRecord.make(output.turn, "cli", undefined), context.book.start)
+      const record = context.book.find("host", output.turn)
+      return record === undefined ? Effect.void : context.book.start(record)
+    }
     case "TurnEnded": {
       const record = context.book.find(output.origin, output.turn)
       return record === undefined ? Effect.void : context.book.end(record, output)
@@ -99,35 +97,65 @@ const applyOutput = (context: Outputs, output: TurnTracker.Output): Effect.Effec
   }
 }
 
-const applyAll = (context: Outputs) => (outputs: ReadonlyArray<TurnTracker.Output>): Effect.Effect<void> =>
-  outputs.length === 1
-    ? applyOutput(context, outputs[0]!)
-    : Effect.forEach(outputs, (output) => applyOutput(context, output), { discard: true })
+/** The outputs carried out in order: a chain of as many steps as outputs (a send has two). */
+const applyAll = (context: Outputs) => (outputs: ReadonlyArray<TurnTracker.Output>): Effect.Effect<void> => {
+  let chain = applyOutput(context, outputs[0]!)
+  for (let i = 1; i < outputs.length; i++) {
+    const output = outputs[i]!
+    chain = Effect.zipRight(chain, Effect.suspend(() => applyOutput(context, output)))
+  }
+  return chain
+}
+
+/** Whether every output is a turn's end: those `stepFree` carries out itself, as one synchronous step. */
+const onlyEnds = (outputs: ReadonlyArray<TurnTracker.Output>): outputs is ReadonlyArray<TurnRecord.Ended> => {
+  for (const output of outputs) if (output._tag !== "TurnEnded") return false
+  return true
+}
 
 /**
- * The leading events of a read that move no boundary, stepped and queued
+ * The leading events of a read that need no effect, stepped and queued
  * without the lock: one synchronous step, which no other fiber can cut into,
- * so the order is the lock's. It stops before the first event whose step has
- * outputs (a turn starts or ends, a timer) and returns its index: that event,
- * and the rest of the read, go through the lock. Most events of a turn
- * (deltas, messages, state changes that end nothing) take no lock.
+ * so the order is the lock's. An event that moves no boundary is queued on the
+ * live turn; one that only ends turns (the CLI's `idle`, say) ends them here
+ * too, on the session's clock (its summary, span and result are all plain
+ * values). It stops before the first event whose outputs need an effect (a
+ * turn starts, a write, a timer) and returns its index: that event, and the
+ * rest of the read, go through the lock. A plain turn of a host's then takes
+ * the lock only at its send.
  */
 const stepFree = (
   cell: TrackerCell,
   book: TurnBook.TurnBook,
   lock: TurnLock.TurnLock,
+  clock: Clock.Clock,
   events: ReadonlyArray<SessionEvent>
 ): number => {
   if (lock.holding()) return 0
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!
+    const prior = book.current()
     if (event._tag === "Message") {
       const [next, outputs] = TurnTracker.step(cell.state, { _tag: "Message", message: event.message })
-      if (outputs.length > 0) return i
+      if (outputs.length > 0) {
+        if (!onlyEnds(outputs)) return i
+        cell.state = next
+        // As `TurnRouting` does: the event goes to the turn it ends.
+        if (prior !== undefined) TurnRecord.offer(prior, event)
+        const nanos = clock.unsafeCurrentTimeNanos()
+        for (const output of outputs) {
+          const record = book.find(output.origin, output.turn)
+          if (record !== undefined) book.unsafeEnd(record, output, nanos)
+        }
+        if (prior === undefined) {
+          const live = book.current()
+          if (live !== undefined) TurnRecord.offer(live, event)
+        }
+        continue
+      }
       cell.state = next
     }
-    const current = book.current()
-    if (current !== undefined) TurnRecord.offer(current, event)
+    if (prior !== undefined) TurnRecord.offer(prior, event)
   }
   return events.length
 }
@@ -141,6 +169,7 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
     const book = yield* TurnBook.make(options)
     const cell: TrackerCell = { state: TurnTracker.initial(options.tracker) }
     const trace = options.trace
+    const clock = yield* Effect.clock
     let sent = 0
 
     const scope = yield* Effect.scope
@@ -165,21 +194,39 @@ export const make = (options: Options): Effect.Effect<Turns, never, Scope.Scope>
 
     const onEvents = (events: ReadonlyArray<SessionEvent>): Effect.Effect<void> =>
       Effect.suspend(() => {
-        const from = stepFree(cell, book, lock, events)
+        const from = stepFree(cell, book, lock, clock, events)
         return from === events.length ? Effect.void : lock.locked(stepEvents(from === 0 ? events : events.slice(from)))
       })
 
-    // Under the lock: the session's end is set before `failAll` takes it, so a
-    // turn is either refused here or registered in time to be failed there.
+    /**
+     * Under the lock: the session's end is set before `failAll` takes it, so a
+     * turn is either refused here or registered in time to be failed there.
+     */
+    const sendLocked = (content: Content, uuid: string | undefined, links: ReadonlyArray<Tracer.SpanLink>) =>
+      Effect.suspend(() => {
+        const end = options.ended()
+        if (Option.isSome(end)) return Effect.fail(end.value)
+        return Effect.flatMap(TurnRecord.make(++sent, "host", content, links, uuid), (record) => {
+          book.register(record)
+          const turn = TurnRecord.toTurn(record)
+          const outputs = stepCell(cell, { _tag: "Send", turn: record.index })
+          return outputs.length === 0 ? Effect.succeed(turn) : Effect.as(apply(outputs), turn)
+        })
+      })
+
+    /**
+     * `Session.send`'s span, made and ended here rather than by `withSpan`
+     * (about a third of a send's operations, to make it the fiber's current
+     * span, which nothing in a send reads): the caller's span is its parent,
+     * and the turn links to it.
+     */
     const send = (content: Content, uuid?: string | undefined) =>
-      lock.locked(Effect.gen(function*() {
-        const end = yield* options.ended
-        if (Option.isSome(end)) return yield* Effect.fail(end.value)
-        const record = yield* TurnRecord.make(++sent, "host", content, trace === undefined ? [] : yield* Trace.callerLinks, uuid)
-        book.register(record)
-        yield* stepLocked({ _tag: "Send", turn: record.index })
-        return TurnRecord.toTurn(record)
-      })).pipe(Effect.withSpan("Session.send", noStack))
+      Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.makeSpan("Session.send", noStack), (span) =>
+          restore(lock.locked(sendLocked(content, uuid, trace === undefined ? [] : [{ _tag: "SpanLink", span, attributes: {} }]))).pipe(
+            Effect.onExit((exit) => Trace.end(span, exit))
+          ))
+      )
 
     const failAll = (error: TurnError) =>
       lock.locked(Effect.gen(function*() {

@@ -5,11 +5,12 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { ProcessHost } from "@skein/kernel"
-import { Effect, PubSub, Queue } from "effect"
-import * as StateCell from "../../src/internal/stateCell.js"
+import { Effect, Queue } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as LazyHub from "../../src/internal/lazyHub.js"
 import * as Reader from "../../src/internal/reader.js"
+import * as StateCell from "../../src/internal/stateCell.js"
 import * as StdoutPull from "../../src/internal/stdoutPull.js"
 import { eventRecord } from "../../src/Session.js"
 import * as SessionState from "../../src/SessionState.js"
@@ -24,8 +25,8 @@ const readShell = (script: string) =>
   Effect.gen(function*() {
     const child = yield* ProcessHost.spawn({ command: "sh", args: ["-c", script], env: { INIT: init }, stopTimeouts: { stdinGrace: "100 millis", termGrace: "100 millis" } })
     const state = yield* StateCell.make(SessionState.initial({ cwd: "/tmp" }))
-    const events = yield* PubSub.unbounded<SessionEvent>()
-    const bus = yield* PubSub.subscribe(events)
+    const events = LazyHub.make<SessionEvent>()
+    const bus = yield* events.subscribe
     const dispatched: Array<string> = []
     const status = yield* Reader.run({
       child,
