@@ -7,7 +7,8 @@
  *   --include-partial-messages --bare`) run directly; the reader parses its
  *   stdout lines and counts the `stream_event` text deltas. The baseline.
  * - **skein**: `Serve.layer` over `NodeHttpServer` (as the serve tests'
- *   harness builds it), the same CLI behind it; one SSE client on `/event`
+ *   harness builds it), on kernel's `SlicedScheduler` as `skein serve` runs
+ *   it, the same CLI behind it; one SSE client on `/event`
  *   counts `message.part.delta` frames until `session.idle`, and resumes
  *   with `Last-Event-ID` (as the SDK's client does) if the server ends it.
  * - **skein (process)**: the same server in a process of its own
@@ -53,7 +54,7 @@
  */
 import { NodeContext, NodeHttpServer } from "@effect/platform-node"
 import * as HttpServer from "@effect/platform/HttpServer"
-import { ProcessHost } from "@skein/kernel"
+import { ProcessHost, SlicedScheduler } from "@skein/kernel"
 import { Serve, ServerEvents } from "@skein/serve"
 import { ClaudeCli, FakeModel, Opencode } from "@skein/testkit"
 import type { Scope } from "effect"
@@ -81,7 +82,14 @@ const profileDir = process.argv.find((a) => a.startsWith("--profile="))?.slice("
 const prompt = "Write the long reply"
 /** `w0 w1 w2 …`: FakeModel streams two words per delta, so 2N words make N deltas. */
 const replyText = Array.from({ length: deltas * 2 }, (_, i) => `w${i} `).join("")
-const tsxBin = Path.resolve(import.meta.dirname, "../node_modules/.bin/tsx")
+/** How a server process of its own runs skein from source: node with tsx's loader (its pid is the server's). */
+const serverNodeArgs = [
+  "--conditions=@skein/source",
+  "--import",
+  Url.pathToFileURL(Path.resolve(import.meta.dirname, "../node_modules/tsx/dist/loader.mjs")).href
+]
+/** The server CPU (ms) of `skein (process)`'s measured turn, from /proc: a figure the machine's load moves little. */
+let processCpuMs = Number.NaN
 const serveEntry = Path.resolve(import.meta.dirname, "../examples/serve.ts")
 
 /** This process's environment without what would steer a CLI elsewhere (NODE_OPTIONS, with its source condition, stays). */
@@ -174,6 +182,8 @@ interface Figures {
   readonly max: number
   readonly gapP99: number
   readonly link: Link
+  /** The longest this process's event loop (the reader's) was held during the turn: a frame gap this long may be the reader's own. */
+  readonly readerStall: number
 }
 
 const figures = (name: string, tally: Tally): Figures => figuresOf(name, tally, deltas, replyText.length)
@@ -194,8 +204,25 @@ const figuresOf = (name: string, tally: Tally, deltas: number, textLength: numbe
     p99: at(delays, 0.99),
     max: delays[delays.length - 1] ?? Number.NaN,
     gapP99: at(gaps, 0.99),
-    link: tally.link
+    link: tally.link,
+    readerStall: loopStall(firstSent(), a[a.length - 1] ?? Number.NaN)
   }
+}
+
+/** This process's event loop: a tick every 5 ms while a contender runs; a long gap between ticks is the loop held. */
+const loopTicks: Array<number> = []
+const ticking = (on: boolean) => {
+  if (!on) return clearInterval(ticker)
+  loopTicks.length = 0
+  ticker = setInterval(() => loopTicks.push(performance.now()), 5)
+}
+let ticker: ReturnType<typeof setInterval> | undefined
+const loopStall = (from: number, to: number) => {
+  let longest = 0
+  for (let i = 1; i < loopTicks.length; i++) {
+    if (loopTicks[i]! >= from && loopTicks[i - 1]! <= to) longest = Math.max(longest, loopTicks[i]! - loopTicks[i - 1]!)
+  }
+  return longest
 }
 
 // --- readers -------------------------------------------------------------------
@@ -342,7 +369,9 @@ const deltaOf = (properties: unknown): string =>
     : ""
 
 /**
- * skein serve, built as the serve tests' harness builds it. `via: "log"`
+ * skein serve, built as the serve tests' harness builds it, on the sliced
+ * scheduler `skein serve` runs on (on Effect's own, its fibers and
+ * FakeModel's held this event loop for hundreds of ms at a time). `via: "log"`
  * reads the measured turn from the server's event log in process instead of
  * over SSE: the same path up to the SSE edge, to tell the two apart.
  */
@@ -393,7 +422,7 @@ const skein = (model: FakeModel.FakeModel["Type"], via: "sse" | "log") =>
     )
     yield* Fiber.join(reader)
     return tally
-  })
+  }).pipe((effect) => Effect.withScheduler(effect, SlicedScheduler.make()))
 
 const freePort = () =>
   Effect.async<number>((resume) => {
@@ -479,7 +508,12 @@ const skeinProcess = (model: FakeModel.FakeModel["Type"]) =>
     const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-skeinp-")
     const port = yield* freePort()
     const env: Record<string, string> = { ...inherited(), ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }), SKEIN_SERVER_TOKEN: token }
-    const child = yield* spawnServer(tsxBin, [serveEntry, "--port", String(port), "--root", dirs.cwd], { cwd: dirs.cwd, env, root: dirs.root })
+    // node itself, not tsx's wrapper: its pid is the server's, whose CPU the turn is measured in.
+    const child = yield* spawnServer(process.execPath, [...serverNodeArgs, serveEntry, "--port", String(port), "--root", dirs.cwd], {
+      cwd: dirs.cwd,
+      env,
+      root: dirs.root
+    })
     const base = `http://127.0.0.1:${port}`
     const headers = { authorization: `Bearer ${token}` }
     return yield* Effect.promise(async () => {
@@ -488,7 +522,10 @@ const skeinProcess = (model: FakeModel.FakeModel["Type"]) =>
       await Effect.runPromise(model.enqueue(FakeModel.text("Warm.")))
       await serverTurn(base, dirs.cwd, headers, session)
       await Effect.runPromise(model.enqueue(FakeModel.text(replyText)))
-      return serverTurn(base, dirs.cwd, headers, session)
+      const cpu = cpuOf(child.pid!)
+      const tally = await serverTurn(base, dirs.cwd, headers, session)
+      processCpuMs = cpuOf(child.pid!) - cpu
+      return tally
     })
   })
 
@@ -574,10 +611,9 @@ const fanout = (model: FakeModel.FakeModel["Type"]) =>
     const dirs = yield* ClaudeCli.offlineDirs("skein-bench-serve-fanout-")
     const port = yield* freePort()
     const env: Record<string, string> = { ...inherited(), ...ClaudeCli.offlineEnv({ baseUrl: model.url, configDir: dirs.configDir, tmpDir: dirs.tmpDir }), SKEIN_SERVER_TOKEN: token }
-    const loader = Url.pathToFileURL(Path.resolve(import.meta.dirname, "../node_modules/tsx/dist/loader.mjs")).href
     const child = yield* spawnServer(process.execPath, [
       ...(profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${Path.resolve(profileDir)}`]),
-      "--conditions=@skein/source", "--import", loader, serveEntry, "--port", String(port), "--root", dirs.cwd], {
+      ...serverNodeArgs, serveEntry, "--port", String(port), "--root", dirs.cwd], {
       cwd: dirs.cwd,
       env,
       root: dirs.root
@@ -616,13 +652,20 @@ const fanout = (model: FakeModel.FakeModel["Type"]) =>
 // --- the run -------------------------------------------------------------------------
 
 const main = Effect.gen(function*() {
-  const fake = yield* FakeModel.make()
+  // FakeModel on the sliced scheduler too: on Effect's own it wrote the 100,000-delta reply in
+  // runs of microtasks that held this event loop for up to half a second at a time, so every
+  // reader here (the raw pipe's included) saw its frames late, in bursts.
+  const fake = yield* Effect.withScheduler(FakeModel.make(), SlicedScheduler.make())
   // Every contender talks to the model through the stamping proxy; scripts go to FakeModel itself.
   const model: FakeModel.FakeModel["Type"] = { ...fake, url: yield* stampingProxy(fake.url) }
   const run = (name: string, contender: Effect.Effect<Tally, Error, Scope.Scope>) =>
-    Effect.sync(() => sentAt.fill(Number.NaN)).pipe(
+    Effect.sync(() => {
+      sentAt.fill(Number.NaN)
+      ticking(true)
+    }).pipe(
       Effect.zipRight(Effect.scoped(contender)),
       Effect.map((tally) => figures(name, tally)),
+      Effect.ensuring(Effect.sync(() => ticking(false))),
       Effect.tap((f) => Effect.sync(() => console.error(`${name}: done (${f.frames} frames)`)))
     )
   const optional = (name: string, key: string, contender: Effect.Effect<Tally, Error, Scope.Scope>) =>
@@ -641,7 +684,8 @@ const main = Effect.gen(function*() {
     console.log(
       `${f.name.padEnd(15)} ${f.perSecond.toFixed(0).padStart(7)} deltas/s (burst ${f.burst.toFixed(0).padStart(6)}/s)  ${String(f.frames).padStart(6)} frames  ` +
         `delay p50 ${f.p50.toFixed(1).padStart(7)} ms  p99 ${f.p99.toFixed(1).padStart(7)} ms  max ${f.max.toFixed(0).padStart(6)} ms  ` +
-        `frame gap p99 ${f.gapP99.toFixed(1).padStart(6)} ms  ${f.complete ? "complete" : "INCOMPLETE text"}` +
+        `frame gap p99 ${f.gapP99.toFixed(1).padStart(6)} ms  reader's loop held ${f.readerStall.toFixed(0).padStart(4)} ms at most  ` +
+        `${f.complete ? "complete" : "INCOMPLETE text"}` +
         (f.link.reconnects + f.link.resyncs > 0 ? `  (${f.link.reconnects} reconnects, ${f.link.resyncs} resyncs)` : "")
     )
   }
@@ -655,6 +699,9 @@ const main = Effect.gen(function*() {
   both(served, raw, (s, r) => check("skein / raw pipe", s.perSecond / r.perSecond, 0.9))
   both(apart, reference, (s, r) => check("skein (process) / opencode", s.perSecond / r.perSecond, 2))
   both(apart, raw, (s, r) => check("skein (process) / raw", s.perSecond / r.perSecond, 0.9))
+  if (Option.isSome(apart) && !Number.isNaN(processCpuMs)) {
+    console.log(`skein (process) server CPU ${processCpuMs.toFixed(0)} ms for the turn: ${(processCpuMs * 1000 / deltas).toFixed(1)} us per delta`)
+  }
   both(served, logged, (s, l) =>
     console.log(`skein serve / skein log ${(s.perSecond / l.perSecond).toFixed(2)}x: what the SSE edge keeps of the rate into the log (appends timed in ms)`))
   both(served, reference, (s, r) => console.log(`p99 delay skein / opencode ${(s.p99 / r.p99).toFixed(2)}x (lower is better)`))

@@ -4,6 +4,11 @@
  * a quiet window the next take goes at once, so the first change is never
  * held back.
  *
+ * With `streaks`, a take waits only while takes keep coming: when the last
+ * take itself came after a quiet stretch (two windows), the next one goes at
+ * once too. A lone event just after another (a status, then the first
+ * delta) is not held back; a storm is paced from its third take on.
+ *
  * The window runs on the live clock: it paces work, it is no timeout a test
  * steps through with `TestClock`.
  */
@@ -18,17 +23,29 @@ export interface Pacer {
   readonly took: () => void
 }
 
+export interface Options {
+  /** No wait while this is true (the consumer is closing). */
+  readonly skip?: (() => boolean) | undefined
+  /** Wait only while takes keep coming (the last one was within two windows of the one before: a paced take counts). */
+  readonly streaks?: boolean | undefined
+}
+
 const liveClock = Clock.make()
 
-export const make = (window: number, skip: () => boolean = () => false): Pacer => {
+export const make = (window: number, options: Options = {}): Pacer => {
+  const skip = options.skip ?? (() => false)
   let last = Number.NEGATIVE_INFINITY
+  // Whether the last take came within two windows of the one before it.
+  let streaming = !options.streaks
   return {
     wait: Effect.suspend(() => {
       const wait = last + window - performance.now()
-      return wait > 0 && !skip() ? liveClock.sleep(Duration.millis(wait)) : Effect.void
+      return wait > 0 && streaming && !skip() ? liveClock.sleep(Duration.millis(wait)) : Effect.void
     }),
     took: () => {
-      last = performance.now()
+      const now = performance.now()
+      if (options.streaks) streaming = now - last < window * 2
+      last = now
     }
   }
 }

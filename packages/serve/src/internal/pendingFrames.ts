@@ -5,7 +5,9 @@
  *
  * A delta joins the pending delta of the same part and field (found within
  * `mergeWindow` frames back, never across another kind of frame) instead of
- * queueing, so a slow client gets fewer, larger frames.
+ * queueing, so a slow client gets fewer, larger frames. A run of deltas
+ * joined once for every client stays a frame of its own (its bytes shared)
+ * until the client has `mergeWindow` frames pending.
  */
 
 /**
@@ -332,6 +334,11 @@ export const make = (caps: Caps): PendingFrames => {
   let coalesced = 0
 
   const merge = (item: Delta): boolean => {
+    // A run joined once for every client (`joinDeltas`) stays a frame of its own while the client
+    // keeps up (fewer frames pending than the merge window): its JSON and bytes are shared, where
+    // a merge renders a frame for this client alone (200 clients on one turn each rendered the
+    // same runs, joined across the chunks that came within their take window). Behind, it merges.
+    if (item.first !== undefined && item.first !== item.seq && frames.length < caps.mergeWindow) return false
     const frame = mergeTarget(frames, item, caps, bytes)
     if (frame === undefined) return false
     const extra = item.deltaBytes ?? byteLength(item.delta)
