@@ -17,10 +17,7 @@ import { History, Ids, Todos } from "@skein/canonical"
 import { Canonical } from "@skein/protocol"
 import { ServeError, ServerEvents, SessionRegistry } from "@skein/serve"
 import { SessionCatalog, type SqlStoreError } from "@skein/sql"
-import * as Cache from "effect/Cache"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
@@ -29,9 +26,6 @@ import { RunningSessions } from "./internal/runningSessions.js"
 import { RunnerSessions } from "./RunnerSessions.js"
 import { SessionEntity } from "./SessionEntity.js"
 import { TurnLedger } from "./TurnLedger.js"
-
-/** How long an edge waits for a session's runner to take a prompt before it persists the prompt itself. */
-const startWithin = Duration.seconds(5)
 
 /**
  * @since 0.1.0
@@ -105,18 +99,6 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
       return info
     })
 
-  /**
-   * Sessions this edge found, for the prompt's path (no catalog read per
-   * prompt): a session's directory never changes, so the roots check holds;
-   * one deleted since (through another edge) is refused by its runner, which
-   * looks the session up before it persists a prompt (`Start`).
-   */
-  const found = yield* Cache.makeWith({
-    capacity: 10_000,
-    lookup,
-    timeToLive: (exit) => Exit.isSuccess(exit) ? Duration.minutes(10) : Duration.zero
-  })
-
   const publish = (type: "session.created" | "session.updated" | "session.deleted", info: SessionRegistry.SessionInfo) =>
     events.publish(info.directory, [Canonical.event(type, { info: canonicalInfo(info) })]).pipe(
       Effect.mapError((e) => new ServeError.SessionFailed({ sessionID: info.id, reason: `the event log refused ${type}: ${e.message}` }))
@@ -165,7 +147,6 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
         const info = yield* lookup(sessionID)
         yield* Effect.mapError(client(sessionID).Remove(), asRegistryError(sessionID))
         yield* Effect.mapError(catalog.remove(sessionID), storeFailed(sessionID))
-        yield* found.invalidate(sessionID)
         return info
       }).pipe(Effect.asVoid),
     children: (sessionID) =>
@@ -192,21 +173,8 @@ export const make = Effect.fn("ClusterRegistry.make")(function*(options: Options
         entity.Prompt(promptPayload(content, promptOptions))),
     promptAsync: (sessionID, content, promptOptions) => {
       const payload = promptPayload(content, promptOptions)
-      // Persisted before this returns, by the session's runner (`Start`, which starts the turn at once) or,
-      // when that runner does not take it in time (its shard moving, a full mailbox), here: the turn runs on
-      // the session's runner whatever becomes of this edge.
-      const start = (entity: ReturnType<typeof client>) =>
-        entity.Start(payload).pipe(
-          Effect.timeout(startWithin),
-          Effect.catchIf(
-            (e) => e._tag === "TimeoutException" || e._tag === "MailboxFull",
-            () => entity.Prompt(payload, { discard: true })
-          )
-        )
-      return found.get(sessionID).pipe(
-        Effect.zipRight(Effect.mapError(start(client(sessionID)), asRegistryError(sessionID))),
-        Effect.as(payload.messageID)
-      )
+      // Persisted before this returns: the turn runs on the session's runner whatever becomes of this edge.
+      return Effect.as(call(sessionID, (entity) => entity.Prompt(payload, { discard: true })), payload.messageID)
     },
     abort: (sessionID) => call(sessionID, (entity) => entity.Abort()),
     status: Effect.map(Effect.zip(local.status, busy), ([here, anywhere]) => {

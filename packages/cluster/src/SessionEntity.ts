@@ -57,35 +57,21 @@ export const Failure = Schema.Union(
   RunnerLost
 )
 
-const promptFields = {
-  messageID: Schema.String,
-  content: Content,
-  model: Schema.optional(Schema.NullOr(Schema.String))
-}
-
 /**
  * Runs one turn to its end; persisted, keyed by the prompt's message id.
  *
  * @since 0.1.0
  */
 export const Prompt = Rpc.make("Prompt", {
-  payload: promptFields,
+  payload: {
+    messageID: Schema.String,
+    content: Content,
+    model: Schema.optional(Schema.NullOr(Schema.String))
+  },
   primaryKey: (payload) => payload.messageID,
   success: WithParts,
   error: Failure
 }).annotate(ClusterSchema.Persisted, true)
-
-/**
- * A prompt's quick way in, for a client that does not wait for the reply: a
- * plain request to the session's runner, which persists the prompt there (as
- * `Prompt`) and starts its turn at once. A persisted message reaches its
- * entity only when the runner's storage loop reads it back (another round of
- * SQL after a wake-up); the `Prompt` read back joins the turn already
- * running. Answers once the prompt is persisted.
- *
- * @since 0.1.0
- */
-export const Start = Rpc.make("Start", { payload: promptFields, error: Failure })
 
 /**
  * @since 0.1.0
@@ -156,7 +142,6 @@ export const AnswerQuestion = Rpc.make("AnswerQuestion", {
  */
 export const SessionEntity = Entity.make("Session", [
   Prompt,
-  Start,
   Abort,
   Summarize,
   Fork,

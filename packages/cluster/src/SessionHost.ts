@@ -4,9 +4,6 @@
  * session move: the transcript restored from SQL when the entity starts
  * here (the runner's registry mirrors it back before each turn's end), the
  * catalog kept current, and a turn recorded before its prompt reaches the CLI.
- * A prompt comes as `Prompt` (persisted, read from storage) or as `Start`
- * (straight from an edge: persisted here, its turn started at once); the
- * second of the two to reach a turn joins it.
  * A running turn whose shard moves to another runner is let finish (for up
  * to `turnDrain`) before the shard is released, so a runner joining does not
  * cut it.
@@ -16,23 +13,19 @@
 import * as Entity from "@effect/cluster/Entity"
 import * as Sharding from "@effect/cluster/Sharding"
 import type * as Rpc from "@effect/rpc/Rpc"
-import type { History } from "@skein/canonical"
 import { Canonical } from "@skein/protocol"
 import { PermissionBroker, ServeError, ServerEvents, type SessionRegistry } from "@skein/serve"
 import { AskLedger, SessionCatalog, type SqlStoreError, TranscriptMirror } from "@skein/sql"
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
-import type * as Schema from "effect/Schema"
 import { RunnerLost } from "./ClusterError.js"
 import * as Asks from "./internal/asks.js"
 import { RunnerSessions } from "./RunnerSessions.js"
-import { type Failure, type Prompt, SessionEntity } from "./SessionEntity.js"
+import { type Prompt, SessionEntity } from "./SessionEntity.js"
 import * as TurnLedger from "./TurnLedger.js"
 
 /**
@@ -151,9 +144,6 @@ const handlers = (options: Options) => Effect.gen(function*() {
       return yield* Effect.ensuring(lost(messageID), Effect.ignore(ledger.end(sessionID, messageID, "lost")))
     })
 
-  /** The session's shard moves to another runner (one joined): not a shutdown. */
-  const moving = Effect.map(sharding.isShutdown, (shutdown) => !shutdown && !sharding.hasShardId(address.shardId))
-
   /**
    * The entity's interruption reached a running turn. Its shard moved (a
    * runner joined; not a shutdown, not the caller's interrupt): the turn goes
@@ -162,7 +152,8 @@ const handlers = (options: Options) => Effect.gen(function*() {
    */
   const release = <A, E>(turn: Fiber.Fiber<A, E>) =>
     Effect.gen(function*() {
-      if (yield* moving) {
+      const moving = !(yield* sharding.isShutdown) && !sharding.hasShardId(address.shardId)
+      if (moving) {
         yield* Effect.logInfo(`${sessionID}'s shard moves: its running turn may finish first`)
         // `release` runs as a finalizer (uninterruptible): only an interruptible wait can time out.
         const ended = yield* Effect.timeout(Effect.interruptible(Fiber.await(turn)), turnDrain).pipe(Effect.option)
@@ -172,79 +163,26 @@ const handlers = (options: Options) => Effect.gen(function*() {
     })
 
   /**
-   * A turn not seen before: recorded, sent to the CLI, its outcome recorded,
-   * its reply. `None`: the prompt was seen before (delivered again), and is
-   * not sent again. `persisted` (the prompt's own write, by `Start`) runs
-   * beside the record: the CLI gets the prompt once both are done, and a
-   * prompt that could not be persisted is not recorded as started.
+   * A turn not seen before: recorded, sent to the CLI, its outcome recorded.
+   * It runs in a fiber of its own so that `release` decides whether the
+   * entity's interruption cuts it.
    */
-  const begin = (payload: Rpc.Payload<typeof Prompt>, persisted: Effect.Effect<void, ServeError.SessionFailed>) =>
-    Effect.gen(function*() {
-      const [fresh, written] = yield* Effect.all([
-        Effect.mapError(ledger.start(sessionID, payload.messageID, runner), storeFailed(sessionID)),
-        Effect.exit(persisted)
-      ], { concurrency: 2 })
-      if (Exit.isFailure(written)) {
-        if (fresh) yield* Effect.ignore(ledger.forget(sessionID, payload.messageID))
-        return yield* Effect.failCause(written.cause)
-      }
-      if (!fresh) return Option.none()
-      return yield* registry.prompt(sessionID, payload.content, { messageID: payload.messageID, model: payload.model }).pipe(
-        Effect.onExit((exit) => Effect.zipRight(Effect.ignore(ledger.end(sessionID, payload.messageID, outcomeOf(exit))), settled)),
-        Effect.map(Option.some)
-      )
-    }).pipe(Effect.withSpan("SessionHost.turn", { attributes: { sessionID, messageID: payload.messageID } }))
-
-  /**
-   * The turns running here, by prompt: one fiber each, outside any request,
-   * so that `release` decides whether the entity's interruption cuts it.
-   * `Start` and the `Prompt` it persisted (read back from storage) both
-   * reach a turn; the one that comes second joins it.
-   */
-  const turns = yield* FiberMap.make<string, Option.Option<History.WithParts>, Schema.Schema.Type<typeof Failure>>()
-  const starting = yield* Effect.makeSemaphore(1)
-  const turnOf = (payload: Rpc.Payload<typeof Prompt>, persisted: Effect.Effect<void, ServeError.SessionFailed> = Effect.void) =>
-    starting.withPermits(1)(Effect.suspend(() => {
-      const running = FiberMap.unsafeGet(turns, payload.messageID)
-      return Option.isSome(running) ? Effect.succeed(running.value) : FiberMap.run(turns, payload.messageID, begin(payload, persisted))
-    }))
-  // A turn only `Start` reached (its `Prompt` not read back yet) drains as `release` lets a joined one.
-  yield* Effect.addFinalizer(() =>
-    Effect.gen(function*() {
-      if (yield* moving) yield* Effect.timeoutOption(Effect.interruptible(Effect.ignore(FiberMap.awaitEmpty(turns))), turnDrain)
-    })
-  )
-
-  /** This session's own entity: `Start` persists the prompt through it. */
-  const self = (yield* SessionEntity.client)(sessionID)
+  const turn = (payload: Rpc.Payload<typeof Prompt>) =>
+    registry.prompt(sessionID, payload.content, { messageID: payload.messageID, model: payload.model }).pipe(
+      Effect.onExit((exit) => Effect.zipRight(Effect.ignore(ledger.end(sessionID, payload.messageID, outcomeOf(exit))), settled))
+    )
 
   return SessionEntity.of({
     Prompt: ({ payload }) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(turnOf(payload), (fiber) => restore(Fiber.join(fiber)).pipe(Effect.onInterrupt(() => release(fiber))))
-      ).pipe(
-        Effect.flatMap(Option.match({ onNone: () => redelivered(payload.messageID), onSome: Effect.succeed })),
-        Effect.withSpan("SessionHost.prompt", { attributes: { sessionID } })
-      ),
-    Start: ({ payload }) =>
       Effect.gen(function*() {
-        // The session is known here (the edge's may be a stale find): an unknown one persists nothing.
-        yield* registry.get(sessionID)
-        // Persisted (the turn survives this runner, a retried prompt is known) while the turn is recorded.
-        const persisted = yield* Deferred.make<void, ServeError.SessionFailed>()
-        const persist = self.Prompt(payload, { discard: true }).pipe(
-          Effect.mapError((e) => new ServeError.SessionFailed({ sessionID, reason: `persisting the prompt: ${e.message}` }))
+        const fresh = yield* Effect.mapError(ledger.start(sessionID, payload.messageID, runner), storeFailed(sessionID))
+        if (!fresh) return yield* redelivered(payload.messageID)
+        return yield* Effect.uninterruptibleMask((restore) =>
+          // A daemon: a child fiber would be interrupted with the request, before `release` decides.
+          Effect.flatMap(Effect.forkDaemon(restore(turn(payload))), (fiber) =>
+            restore(Fiber.join(fiber)).pipe(Effect.onInterrupt(() => release(fiber))))
         )
-        // Not joined: a prompt seen before is its `Prompt`'s to answer (a redelivery), not this call's.
-        yield* Effect.uninterruptibleMask((restore) =>
-          turnOf(payload, Deferred.await(persisted)).pipe(
-            Effect.zipRight(restore(Deferred.complete(persisted, persist))),
-            // Interrupted before the write: the turn waiting on it ends, not recorded as started.
-            Effect.ensuring(Deferred.interrupt(persisted))
-          )
-        )
-        yield* Deferred.await(persisted)
-      }).pipe(Effect.withSpan("SessionHost.start", { attributes: { sessionID } })),
+      }).pipe(Effect.withSpan("SessionHost.prompt", { attributes: { sessionID } })),
     Abort: () => registry.abort(sessionID),
     Summarize: () => Effect.ensuring(registry.summarize(sessionID), settled),
     Fork: ({ payload }) =>

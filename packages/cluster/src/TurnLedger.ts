@@ -24,8 +24,6 @@ import * as Layer from "effect/Layer"
 export class TurnLedger extends Context.Tag("@skein/cluster/TurnLedger")<TurnLedger, {
   /** Records the turn's start; `false` when it had started already (a redelivery). */
   readonly start: (sessionID: string, messageID: string, runner: string) => Effect.Effect<boolean, SqlStoreError.StoreFailed>
-  /** The turn's start is undone: it never reached the CLI (its prompt could not be persisted), and a retry may run it. */
-  readonly forget: (sessionID: string, messageID: string) => Effect.Effect<void, SqlStoreError.StoreFailed>
   /** The turn has ended, and how (a turn's end is recorded once). */
   readonly end: (sessionID: string, messageID: string, outcome: Outcome) => Effect.Effect<void, SqlStoreError.StoreFailed>
   /** How the turn ended; `undefined` while it is open (or never started). */
@@ -98,11 +96,6 @@ export const make = Effect.gen(function*() {
           Effect.map((rows) => rows.length > 0),
           Effect.mapError(failed("start"))
         ),
-    forget: (sessionID, messageID) =>
-      sql`DELETE FROM skein_cluster_turns WHERE session_id = ${sessionID} AND message_id = ${messageID} AND ended IS NULL`.pipe(
-        Effect.asVoid,
-        Effect.mapError(failed("forget"))
-      ),
     end: (sessionID, messageID, outcome) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
         sql`UPDATE skein_cluster_turns SET ended = ${now}, outcome = ${outcome}

@@ -40,7 +40,7 @@ describe("the cluster registry on a single runner (sqlite)", () => {
       expect((yield* server.registry.get(session.id)).title).toBe("one")
     }))
 
-  it.scopedLive("a prompt not waited for (the runner's Start) runs once, sent twice with its id, and its persisted copy read back joins the turn", () =>
+  it.scopedLive("a prompt not waited for runs once when sent twice with its id; a client retrying it and waiting gets that turn's reply", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({ replies: [FakeModel.text("Only answer."), FakeModel.text("Never asked for.")] })
       const server = yield* Harness.start(model)
