@@ -40,6 +40,28 @@ describe("the cluster registry on a single runner (sqlite)", () => {
       expect((yield* server.registry.get(session.id)).title).toBe("one")
     }))
 
+  it.scopedLive("a prompt not waited for runs once when sent twice with its id; a client retrying it and waiting gets that turn's reply", () =>
+    Effect.gen(function*() {
+      const model = yield* FakeModel.make({ replies: [FakeModel.text("Only answer."), FakeModel.text("Never asked for.")] })
+      const server = yield* Harness.start(model)
+      const session = yield* server.registry.create({ directory: server.dirs.cwd })
+      const from = yield* server.events.nextSeq
+      yield* Effect.all([
+        server.registry.promptAsync(session.id, "one", { messageID: "msg_twice" }),
+        server.registry.promptAsync(session.id, "one", { messageID: "msg_twice" })
+      ], { concurrency: 2 })
+      const seen = yield* Harness.eventsOf(server, session.id, from, (all) => all.some((p) => p.type === "session.idle")).pipe(
+        Effect.timeout("60 seconds")
+      )
+      expect(seen.map(Harness.errorName).filter((n) => n !== undefined)).toEqual([])
+      // A client retrying it and waiting this time: the turn's reply, no second turn.
+      const again = yield* server.registry.prompt(session.id, "one", { messageID: "msg_twice" })
+      expect(again.parts.flatMap((p) => (p.type === "text" ? [p.text] : []))).toContain("Only answer.")
+      expect((yield* conversations(model)).length).toBe(1)
+      const messages = yield* server.registry.messages(session.id)
+      expect(messages.map((m) => m.info.role)).toEqual(["user", "assistant"])
+    }))
+
   it.scopedLive("an unknown session id is refused before any entity starts", () =>
     Effect.gen(function*() {
       const model = yield* FakeModel.make({})

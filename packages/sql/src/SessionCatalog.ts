@@ -87,13 +87,16 @@ export const make = Effect.gen(function*() {
           })
         }`
       )).pipe(Effect.asVoid, Effect.mapError(failed("put"))),
-    touch: (sessionId, change) =>
-      Effect.all([
-        change.title === undefined ? Effect.void : sql`UPDATE skein_sessions SET title = ${change.title} WHERE session_id = ${sessionId}`,
-        change.updated === undefined
-          ? Effect.void
-          : sql`UPDATE skein_sessions SET updated = ${change.updated} WHERE session_id = ${sessionId} AND updated < ${change.updated}`
-      ], { discard: true }).pipe(Effect.mapError(failed("touch"))),
+    // One statement (one round trip): a prompt's path waits on it.
+    touch: (sessionId, change) => {
+      const sets = [
+        ...(change.title === undefined ? [] : [sql`title = ${change.title}`]),
+        ...(change.updated === undefined ? [] : [sql`updated = CASE WHEN updated < ${change.updated} THEN ${change.updated} ELSE updated END`])
+      ]
+      return sets.length === 0
+        ? Effect.void
+        : sql`UPDATE skein_sessions SET ${sql.csv(sets)} WHERE session_id = ${sessionId}`.pipe(Effect.asVoid, Effect.mapError(failed("touch")))
+    },
     remove: (sessionId) => sql`DELETE FROM skein_sessions WHERE session_id = ${sessionId}`.pipe(Effect.asVoid, Effect.mapError(failed("remove"))),
     get: (sessionId) =>
       select(sql`SELECT * FROM skein_sessions WHERE session_id = ${sessionId}`).pipe(

@@ -95,10 +95,19 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
   // Bumped by every append here and every NOTIFY for this log: a follower with nothing to read waits for it to move.
   const wake = yield* SubscriptionRef.make(0)
   const bump = SubscriptionRef.update(wake, (n) => n + 1)
+  const recent = makeRecent<A>()
+  /** A NOTIFY of this log: its rows, when it carries them, are kept for the followers. */
+  const notified = (payload: string) =>
+    payload === name ? bump : Effect.flatMap(Schema.decodeUnknownOption(Notification)(payload), (n) =>
+      n.log !== name ? Effect.void : recent.has(n.first) ? bump : Effect.zipRight(
+        Effect.forEach(n.messages, (message, i) =>
+          Effect.map(decodeMessage(message), (decoded) => recent.add({ seq: n.first + i, at: n.at, message: decoded }))
+        ).pipe(Effect.ignore),
+        bump
+      ))
   if (store.listen !== undefined) {
     yield* store.listen(channel).pipe(
-      Stream.filter((payload) => payload === name),
-      Stream.runForEach(() => bump),
+      Stream.runForEach(notified),
       // A lost listen connection is opened again; meanwhile the poll bound still wakes followers.
       Effect.retry(Schedule.spaced("1 second")),
       Effect.forkScoped
@@ -116,6 +125,41 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       query
     )
 
+  /**
+   * Inserts the rows after the log's last seq and wakes the other processes'
+   * followers; the first row's seq. On Postgres one statement (one round
+   * trip, its own transaction): the rows, numbered from the table's last seq,
+   * and the `NOTIFY` sent at its commit.
+   */
+  const insertRows = (encoded: ReadonlyArray<string>, at: number): Effect.Effect<number, unknown> =>
+    store.dialect === "pg"
+      ? Effect.flatMap(
+        sql`WITH last AS (SELECT GREATEST(COALESCE(MAX(seq), 0), ${nextSeq - 1}) AS seq FROM skein_events WHERE log = ${name}),
+          added AS (
+            INSERT INTO skein_events (log, seq, at, bytes, message)
+            SELECT ${name}, last.seq + v.i, ${at}, octet_length(v.message), v.message
+            FROM last, jsonb_array_elements_text(${JSON.stringify(encoded)}::jsonb) WITH ORDINALITY AS v(message, i)
+            RETURNING seq
+          )
+          SELECT MIN(seq) AS value, pg_notify(${channel}, ${
+          carried(encoded)
+            ? sql`json_build_object('log', ${name}::text, 'first', MIN(seq), 'at', ${at}::bigint, 'messages', ${JSON.stringify(encoded)}::jsonb)::text`
+            : sql`${name}::text`
+        }) FROM added`,
+        Schema.decodeUnknown(Bound)
+      ).pipe(Effect.map((rows) => rows[0]!.value!))
+      : sql.withTransaction(Effect.gen(function*() {
+        const max = yield* Effect.flatMap(
+          sql`SELECT MAX(seq) AS value FROM skein_events WHERE log = ${name}`,
+          Schema.decodeUnknown(Bound)
+        )
+        const first = Math.max(nextSeq, (max[0]?.value ?? 0) + 1)
+        const rows = encoded.map((message, i) => ({ log: name, seq: first + i, at, bytes: Buffer.byteLength(message), message }))
+        yield* sql`INSERT INTO skein_events ${sql.insert(rows)}`
+        yield* store.notify(channel, name)
+        return first
+      }))
+
   const lock = yield* Effect.makeSemaphore(1)
   let sincePrune = 0
   const prune = pruneFor(store, name, options.retention)
@@ -127,20 +171,13 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       const at = yield* Clock.currentTimeMillis
       const encoded = yield* query(Effect.forEach(messages, (message) => encodeMessage(message)))
       // Other processes may append to the same log (cluster runners share it): the seq continues from the
-      // table, read in the insert's transaction; one that took the same seq first makes this insert collide,
-      // and it is tried again after it.
-      yield* query(sql.withTransaction(Effect.gen(function*() {
-        const max = yield* Effect.flatMap(
-          sql`SELECT MAX(seq) AS value FROM skein_events WHERE log = ${name}`,
-          Schema.decodeUnknown(Bound)
-        )
-        nextSeq = Math.max(nextSeq, (max[0]?.value ?? 0) + 1)
-        const rows = encoded.map((message, i) => ({ log: name, seq: nextSeq + i, at, bytes: Buffer.byteLength(message), message }))
-        yield* sql`INSERT INTO skein_events ${sql.insert(rows)}`
-        yield* store.notify(channel, name)
-      })).pipe(Effect.retry({ times: 8, schedule: Schedule.spaced("5 millis") })))
+      // table, read in the insert's statement (or transaction); one that took the same seq first makes this
+      // insert collide, and it is tried again after it.
+      const first = yield* query(insertRows(encoded, at).pipe(Effect.retry({ times: 8, schedule: Schedule.spaced("5 millis") })))
+      nextSeq = first
       const records = messages.map((message, i): EventLog.Record<A> => ({ seq: nextSeq + i, at, message }))
       nextSeq += records.length
+      if (carried(encoded)) for (const record of records) recent.add(record)
       yield* bump
       sincePrune += records.length
       if (sincePrune >= 256 && options.retention !== undefined) {
@@ -165,7 +202,8 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       Effect.gen(function*() {
         const seen = yield* SubscriptionRef.get(wake)
         // A follower outlives a database restart: its reads are tried again, and it goes on from its cursor.
-        const records = yield* Effect.retry(rowsFrom(cursor, undefined), followRetry)
+        // What was just appended (here, or by another process whose NOTIFY carried it) needs no read.
+        const records = recent.from(cursor, batch) ?? (yield* Effect.retry(rowsFrom(cursor, undefined), followRetry))
         const last = records.at(-1)
         if (last !== undefined) return [Chunk.unsafeFromArray(records), Option.some(last.seq + 1)] as const
         yield* wake.changes.pipe(
@@ -211,3 +249,38 @@ const pruneFor = (store: SqlStore["Type"], name: string, retention: EventLog.Ret
       if (over !== undefined && over !== null) yield* sql`DELETE FROM skein_events WHERE log = ${name} AND seq <= ${over}`
     }
   })
+
+/** A NOTIFY that carries its rows (a small append): the log, the first row's seq, their time and messages. */
+const Notification = Schema.parseJson(Schema.Struct({ log: Schema.String, first: Int, at: Int, messages: Schema.Array(Schema.String) }))
+
+/** Postgres refuses a NOTIFY payload of 8000 bytes or more: a larger append wakes followers with its log's name only. */
+const carried = (encoded: ReadonlyArray<string>) => {
+  let bytes = 200
+  for (const message of encoded) bytes += Buffer.byteLength(message) * 1.1 + 4
+  return bytes < 7500
+}
+
+/** How many of the newest records a log keeps for its followers. */
+const recentRecords = 256
+
+/**
+ * The newest records of the log, as appended here or carried by a NOTIFY:
+ * a follower woken for them takes them from here instead of reading the
+ * table. Only a run from exactly its cursor counts; anything else is read.
+ */
+const makeRecent = <A>() => {
+  const bySeq = new Map<number, EventLog.Record<A>>()
+  return {
+    has: (seq: number) => bySeq.has(seq),
+    add: (record: EventLog.Record<A>) => {
+      bySeq.set(record.seq, record)
+      // The oldest goes (records come about in seq order).
+      if (bySeq.size > recentRecords) bySeq.delete(bySeq.keys().next().value!)
+    },
+    from: (cursor: number, max: number): ReadonlyArray<EventLog.Record<A>> | undefined => {
+      const out: Array<EventLog.Record<A>> = []
+      for (let record = bySeq.get(cursor); record !== undefined && out.length < max; record = bySeq.get(cursor + out.length)) out.push(record)
+      return out.length === 0 ? undefined : out
+    }
+  }
+}

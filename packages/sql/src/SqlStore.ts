@@ -72,7 +72,10 @@ const clientFor = (url: StoreUrl.StoreUrl, options: Options): Effect.Effect<Conn
       PgClient.make({
         url: url.url,
         connectTimeout: options.connectTimeout ?? Duration.seconds(5),
-        applicationName: "skein"
+        applicationName: "skein",
+        // Kept open once made, not closed after 10 s idle: a prompt's path runs its writes side by side, and a
+        // connection made on the way costs more than the write.
+        minConnections: 4
       }),
       // `pg_notify` in a statement joins the caller's transaction: one commit for the rows and the wake.
       (client): Connected => ({ client, listen: client.listen, notify: (channel, payload) => Effect.asVoid(client`SELECT pg_notify(${channel}, ${payload})`) })

@@ -54,6 +54,28 @@ onBoth((it, name) => {
       expect(seqs(yield* Fiber.join(remote))).toEqual(range(5, total + 1))
     }))
 
+  it.scoped(`${name}: two writers' appends, some too large to ride their NOTIFY, reach both writers' followers once each, in seq order, as the table has them`, () =>
+    Effect.gen(function*() {
+      const url = yield* (yield* Backing).fresh
+      const a = yield* openLog(url)
+      const b = yield* openLog(url)
+      const rounds = 60
+      const total = rounds * 3
+      const followA = yield* Effect.fork(Stream.runCollect(Stream.take(a.follow(1), total)))
+      const followB = yield* Effect.fork(Stream.runCollect(Stream.take(b.follow(1), total)))
+      // Every seventh message is over a NOTIFY's 8000 bytes: followers elsewhere read it from the table.
+      const message = (n: number) => ({ type: n % 7 === 0 ? "x".repeat(9000) : "event", n })
+      yield* Effect.forEach(range(0, rounds), (i) =>
+        Effect.all([a.append(message(3 * i)), b.appendAll([message(3 * i + 1), message(3 * i + 2)])], { concurrency: 2 }), { discard: true })
+      const table = Chunk.toReadonlyArray(yield* Stream.runCollect(a.read(1, total + 1)))
+      expect(table.map((r) => r.seq)).toEqual(range(1, total + 1))
+      expect(table.map((r) => r.message.n).sort((x, y) => x - y)).toEqual(range(0, total))
+      for (const follower of [followA, followB]) {
+        const got = Chunk.toReadonlyArray(yield* Fiber.join(follower))
+        expect(got).toEqual(table)
+      }
+    }))
+
   it.scoped(`${name}: retention by size deletes the oldest rows; seq and reads carry on`, () =>
     Effect.gen(function*() {
       const url = yield* (yield* Backing).fresh
