@@ -391,13 +391,14 @@ const send = (core: Core, sessionID: string, content: Content, options?: PromptO
     const title = unnamed.test(k.title) ? titleFrom(content) : undefined
     if (title !== undefined) yield* update(core)(sessionID, { title })
     k.updated = Date.now()
-    // A store that is down does not stop the prompt: the session holds its events until it returns.
-    yield* Effect.catchAll(core.catalog.save(sessionID, k), (e) => Effect.logWarning("SessionRegistry: the catalog missed a prompt's time", e))
     const before = (yield* SubscriptionRef.get(session.ended)).count
     // Named here, kept by the CLI in its transcript: the prompt shows live under the id the history gives it.
     const uuid = Crypto.randomUUID()
     const turn = yield* session.session.send(content, { uuid }).pipe(Effect.mapError(failed(sessionID, "sending the prompt")))
     yield* session.inject({ _tag: "Prompted", prompt: { uuid, content, at: Date.now() } })
+    // After the send, off the prompt's way to the CLI (a shared catalog's write is a round trip).
+    // A store that is down does not stop the prompt: the session holds its events until it returns.
+    yield* Effect.catchAll(core.catalog.save(sessionID, k), (e) => Effect.logWarning("SessionRegistry: the catalog missed a prompt's time", e))
     return { session, turn, before }
   })
 
