@@ -65,6 +65,16 @@ const runOneTurn = (reads: (events: ReadonlyArray<SessionEvent>) => ReadonlyArra
     return { events, end: `${summary.endReason}:${summary.results.length}`, text: summary.text, usage: summary.usage, busy: yield* turns.busy }
   })
 
+/** The events cut into reads after each event whose flag is set. */
+const cutAt = (cuts: ReadonlyArray<boolean>) => (events: ReadonlyArray<SessionEvent>): Array<Array<SessionEvent>> => {
+  const reads: Array<Array<SessionEvent>> = [[]]
+  events.forEach((event, i) => {
+    reads.at(-1)!.push(event)
+    if (cuts[i] === true && i < events.length - 1) reads.push([])
+  })
+  return reads
+}
+
 describe("turns", () => {
   it.scoped("one chunk or one event at a time: the same turns get the same events, and each ends once", () =>
     Effect.gen(function*() {
@@ -92,14 +102,7 @@ describe("turns", () => {
     ([cuts]) =>
       Effect.gen(function*() {
         const whole = yield* runOneTurn((events) => [events])
-        const chunked = yield* runOneTurn((events) => {
-          const reads: Array<Array<SessionEvent>> = [[]]
-          events.forEach((event, i) => {
-            reads.at(-1)!.push(event)
-            if (cuts[i] === true && i < events.length - 1) reads.push([])
-          })
-          return reads
-        })
+        const chunked = yield* runOneTurn(cutAt(cuts))
         expect(chunked).toEqual(whole)
         expect(whole.end).toBe("idle:1")
         expect(whole.events.at(-1)).toBe("system/session_state_changed")
@@ -113,14 +116,7 @@ describe("turns", () => {
     ([cuts]) =>
       Effect.gen(function*() {
         const whole = yield* runTurns((events) => [events])
-        const chunked = yield* runTurns((events) => {
-          const reads: Array<Array<SessionEvent>> = [[]]
-          events.forEach((event, i) => {
-            reads.at(-1)!.push(event)
-            if (cuts[i] === true && i < events.length - 1) reads.push([])
-          })
-          return reads
-        })
+        const chunked = yield* runTurns(cutAt(cuts))
         expect(chunked).toEqual(whole)
         expect(chunked.ends).toEqual(["idle:1", "idle:1"])
       }),
