@@ -365,7 +365,8 @@ const report = (title: string, one: Figures, many: Figures) => {
     ["  max", ms(one.busy.max), ms(many.busy.max), ratio(many.busy.max, one.busy.max)],
     ["  GC pauses, sum / longest", `${ms(one.busy.gcMs)} / ${ms(one.busy.gcMaxMs)}`, `${ms(many.busy.gcMs)} / ${ms(many.busy.gcMaxMs)}`, ratio(many.busy.gcMaxMs, one.busy.gcMaxMs)],
     ["  turns per second", one.turnsPerSecond.toFixed(0), many.turnsPerSecond.toFixed(0), ratio(many.turnsPerSecond, one.turnsPerSecond)],
-    ["  host CPU per turn", ms(one.busy.cpuMs / turnsOf(one)), ms(many.busy.cpuMs / turnsOf(many)), ratio(many.busy.cpuMs / turnsOf(many), one.busy.cpuMs / turnsOf(one))],
+    ["  GC pauses per turn", `${(one.busy.gcMs / turnsOf(one)).toFixed(3)} ms`, `${(many.busy.gcMs / turnsOf(many)).toFixed(3)} ms`, ratio(many.busy.gcMs / turnsOf(many), one.busy.gcMs / turnsOf(one))],
+    ["  host CPU per turn", `${(one.busy.cpuMs / turnsOf(one)).toFixed(3)} ms`, `${(many.busy.cpuMs / turnsOf(many)).toFixed(3)} ms`, ratio(many.busy.cpuMs / turnsOf(many), one.busy.cpuMs / turnsOf(one))],
     ["  host CPU, share of one core", pct(one.busy.cpuMs / windowMillis), pct(many.busy.cpuMs / windowMillis), ratio(many.busy.cpuMs, one.busy.cpuMs)],
     ["  stand-ins' CPU per turn", ms(one.busy.standInCpuMs / turnsOf(one)), ms(many.busy.standInCpuMs / turnsOf(many)), ratio(many.busy.standInCpuMs / turnsOf(many), one.busy.standInCpuMs / turnsOf(one))],
     ["  event loop runnable, waiting for a CPU", pct(one.busy.runQueueMs / windowMillis), pct(many.busy.runQueueMs / windowMillis), ratio(many.busy.runQueueMs, one.busy.runQueueMs)],
@@ -396,6 +397,12 @@ const compare = (skein: Figures, sdk: Figures) => {
     ["event-loop delay p99, all idle", ms(skein.idle.p99), ms(sdk.idle.p99), ratio(skein.idle.p99, sdk.idle.p99)],
     ["turns per second, busy", skein.turnsPerSecond.toFixed(0), sdk.turnsPerSecond.toFixed(0), ratio(skein.turnsPerSecond, sdk.turnsPerSecond)],
     ["GC pauses while busy, sum", ms(skein.busy.gcMs), ms(sdk.busy.gcMs), ratio(skein.busy.gcMs, sdk.busy.gcMs)],
+    [
+      "  per turn",
+      `${(skein.busy.gcMs / turnsOf(skein)).toFixed(3)} ms`,
+      `${(sdk.busy.gcMs / turnsOf(sdk)).toFixed(3)} ms`,
+      ratio(skein.busy.gcMs / turnsOf(skein), sdk.busy.gcMs / turnsOf(sdk))
+    ],
     ["close, to all gone", ms(skein.closeMs), ms(sdk.closeMs), ratio(skein.closeMs, sdk.closeMs)]
   ]
   console.log(`\nskein against the Agent SDK, ${skein.sessions} sessions each`)
