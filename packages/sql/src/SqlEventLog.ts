@@ -28,6 +28,8 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
+import * as EventRows from "./internal/eventRows.js"
+import * as RecentRecords from "./internal/recentRecords.js"
 import { reasonOf } from "./SqlStoreError.js"
 import { SqlStore } from "./SqlStore.js"
 
@@ -51,10 +53,8 @@ const followRetry = Schedule.exponential("100 millis").pipe(Schedule.union(Sched
 /** The channel Postgres wakes followers on; the payload is the log's name. */
 export const channel = "skein_events"
 
-const Int = Schema.Union(Schema.Number, Schema.NumberFromString)
-const Row = Schema.Struct({ seq: Int, at: Int, message: Schema.String })
+const Row = Schema.Struct({ seq: EventRows.Int, at: EventRows.Int, message: Schema.String })
 const Rows = Schema.Array(Row)
-const Bound = Schema.Array(Schema.Struct({ value: Schema.NullOr(Int) }))
 const Epochs = Schema.Array(Schema.Struct({ epoch: Schema.String }))
 
 /**
@@ -88,17 +88,17 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
   const bound = (aggregate: "MIN" | "MAX") =>
     Effect.flatMap(
       sql`SELECT ${sql.literal(aggregate)}(seq) AS value FROM skein_events WHERE log = ${name}`,
-      Schema.decodeUnknown(Bound)
+      Schema.decodeUnknown(EventRows.Bound)
     ).pipe(Effect.map((rows) => rows[0]?.value ?? undefined), query)
 
   let nextSeq = ((yield* bound("MAX")) ?? 0) + 1
   // Bumped by every append here and every NOTIFY for this log: a follower with nothing to read waits for it to move.
   const wake = yield* SubscriptionRef.make(0)
   const bump = SubscriptionRef.update(wake, (n) => n + 1)
-  const recent = makeRecent<A>()
+  const recent = RecentRecords.make<A>()
   /** A NOTIFY of this log: its rows, when it carries them, are kept for the followers. */
   const notified = (payload: string) =>
-    payload === name ? bump : Effect.flatMap(Schema.decodeUnknownOption(Notification)(payload), (n) =>
+    payload === name ? bump : Effect.flatMap(RecentRecords.decodeNotification(payload), (n) =>
       n.log !== name ? Effect.void : recent.has(n.first) ? bump : Effect.zipRight(
         Effect.forEach(n.messages, (message, i) =>
           Effect.map(decodeMessage(message), (decoded) => recent.add({ seq: n.first + i, at: n.at, message: decoded }))
@@ -125,41 +125,6 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       query
     )
 
-  /**
-   * Inserts the rows after the log's last seq and wakes the other processes'
-   * followers; the first row's seq. On Postgres one statement (one round
-   * trip, its own transaction): the rows, numbered from the table's last seq,
-   * and the `NOTIFY` sent at its commit.
-   */
-  const insertRows = (encoded: ReadonlyArray<string>, at: number): Effect.Effect<number, unknown> =>
-    store.dialect === "pg"
-      ? Effect.flatMap(
-        sql`WITH last AS (SELECT GREATEST(COALESCE(MAX(seq), 0), ${nextSeq - 1}) AS seq FROM skein_events WHERE log = ${name}),
-          added AS (
-            INSERT INTO skein_events (log, seq, at, bytes, message)
-            SELECT ${name}, last.seq + v.i, ${at}, octet_length(v.message), v.message
-            FROM last, jsonb_array_elements_text(${JSON.stringify(encoded)}::jsonb) WITH ORDINALITY AS v(message, i)
-            RETURNING seq
-          )
-          SELECT MIN(seq) AS value, pg_notify(${channel}, ${
-          carried(encoded)
-            ? sql`json_build_object('log', ${name}::text, 'first', MIN(seq), 'at', ${at}::bigint, 'messages', ${JSON.stringify(encoded)}::jsonb)::text`
-            : sql`${name}::text`
-        }) FROM added`,
-        Schema.decodeUnknown(Bound)
-      ).pipe(Effect.map((rows) => rows[0]!.value!))
-      : sql.withTransaction(Effect.gen(function*() {
-        const max = yield* Effect.flatMap(
-          sql`SELECT MAX(seq) AS value FROM skein_events WHERE log = ${name}`,
-          Schema.decodeUnknown(Bound)
-        )
-        const first = Math.max(nextSeq, (max[0]?.value ?? 0) + 1)
-        const rows = encoded.map((message, i) => ({ log: name, seq: first + i, at, bytes: Buffer.byteLength(message), message }))
-        yield* sql`INSERT INTO skein_events ${sql.insert(rows)}`
-        yield* store.notify(channel, name)
-        return first
-      }))
-
   const lock = yield* Effect.makeSemaphore(1)
   let sincePrune = 0
   const prune = pruneFor(store, name, options.retention)
@@ -173,11 +138,11 @@ export const open = Effect.fn("SqlEventLog.open")(function*<A, I>(
       // Other processes may append to the same log (cluster runners share it): the seq continues from the
       // table, read in the insert's statement (or transaction); one that took the same seq first makes this
       // insert collide, and it is tried again after it.
-      const first = yield* query(insertRows(encoded, at).pipe(Effect.retry({ times: 8, schedule: Schedule.spaced("5 millis") })))
+      const first = yield* query(EventRows.insert(store, channel, name, encoded, at, nextSeq).pipe(Effect.retry({ times: 8, schedule: Schedule.spaced("5 millis") })))
       nextSeq = first
       const records = messages.map((message, i): EventLog.Record<A> => ({ seq: nextSeq + i, at, message }))
       nextSeq += records.length
-      if (carried(encoded)) for (const record of records) recent.add(record)
+      if (EventRows.carried(encoded)) for (const record of records) recent.add(record)
       yield* bump
       sincePrune += records.length
       if (sincePrune >= 256 && options.retention !== undefined) {
@@ -243,44 +208,9 @@ const pruneFor = (store: SqlStore["Type"], name: string, retention: EventLog.Ret
         sql`SELECT seq AS value FROM (
           SELECT seq, SUM(bytes) OVER (ORDER BY seq DESC) AS total FROM skein_events WHERE log = ${name}
         ) t WHERE total > ${retention.maxBytes} ORDER BY seq DESC LIMIT 1`,
-        Schema.decodeUnknown(Bound)
+        Schema.decodeUnknown(EventRows.Bound)
       )
       const over = rows[0]?.value
       if (over !== undefined && over !== null) yield* sql`DELETE FROM skein_events WHERE log = ${name} AND seq <= ${over}`
     }
   })
-
-/** A NOTIFY that carries its rows (a small append): the log, the first row's seq, their time and messages. */
-const Notification = Schema.parseJson(Schema.Struct({ log: Schema.String, first: Int, at: Int, messages: Schema.Array(Schema.String) }))
-
-/** Postgres refuses a NOTIFY payload of 8000 bytes or more: a larger append wakes followers with its log's name only. */
-const carried = (encoded: ReadonlyArray<string>) => {
-  let bytes = 200
-  for (const message of encoded) bytes += Buffer.byteLength(message) * 1.1 + 4
-  return bytes < 7500
-}
-
-/** How many of the newest records a log keeps for its followers. */
-const recentRecords = 256
-
-/**
- * The newest records of the log, as appended here or carried by a NOTIFY:
- * a follower woken for them takes them from here instead of reading the
- * table. Only a run from exactly its cursor counts; anything else is read.
- */
-const makeRecent = <A>() => {
-  const bySeq = new Map<number, EventLog.Record<A>>()
-  return {
-    has: (seq: number) => bySeq.has(seq),
-    add: (record: EventLog.Record<A>) => {
-      bySeq.set(record.seq, record)
-      // The oldest goes (records come about in seq order).
-      if (bySeq.size > recentRecords) bySeq.delete(bySeq.keys().next().value!)
-    },
-    from: (cursor: number, max: number): ReadonlyArray<EventLog.Record<A>> | undefined => {
-      const out: Array<EventLog.Record<A>> = []
-      for (let record = bySeq.get(cursor); record !== undefined && out.length < max; record = bySeq.get(cursor + out.length)) out.push(record)
-      return out.length === 0 ? undefined : out
-    }
-  }
-}
